@@ -86,8 +86,7 @@ typedef struct nvmlMemory_v2_st {
   unsigned long long free;
   unsigned long long used;
 } nvmlMemory_v2_t;
-#define nvmlMemory_v2 \
-  ((unsigned int)(sizeof(nvmlMemory_v2_t) | (2U << 24U)))
+#define nvmlMemory_v2 ((unsigned int)(sizeof(nvmlMemory_v2_t) | (2U << 24U)))
 
 typedef enum nvmlEnableState_enum {
   NVML_FEATURE_DISABLED = 0,

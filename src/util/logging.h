@@ -7,6 +7,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/strings/string_view.h"
+
+#ifndef ABSL_USES_STD_STRING_VIEW
+// Debian's Abseil has its own string_view type; let fmt print it.
+template <>
+struct fmt::formatter<absl::string_view> : fmt::formatter<fmt::string_view> {
+  auto format(absl::string_view s, fmt::format_context& ctx) const {
+    return fmt::formatter<fmt::string_view>::format(
+        fmt::string_view(s.data(), s.size()), ctx);
+  }
+};
+#endif
+
 namespace gdp::logging {
 
 // Sends log lines to stderr in klog format. `verbosity` is klog's -v level.
@@ -26,9 +39,9 @@ int Verbosity();
 #define LOG_ERROR(...) GDP_LOG_AT(spdlog::level::err, __VA_ARGS__)
 #define LOG_FATAL(...) GDP_LOG_AT(spdlog::level::critical, __VA_ARGS__)
 // klog's V(n).Info: printed only when n <= Verbosity().
-#define VLOG(n, ...)                                                     \
-  do {                                                                   \
-    if ((n) <= ::gdp::logging::Verbosity()) LOG_INFO(__VA_ARGS__);       \
+#define VLOG(n, ...)                                               \
+  do {                                                             \
+    if ((n) <= ::gdp::logging::Verbosity()) LOG_INFO(__VA_ARGS__); \
   } while (0)
 
 #endif  // GDP_UTIL_LOGGING_H_

@@ -1,0 +1,207 @@
+// gpu-device-plugin: owns NVML and the signal handling, wires the parts
+// together, and runs the plugin lifecycle until SIGTERM/SIGINT.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "cmd/flags.h"
+#include "device/device_set.h"
+#include "nvml/nvml.h"
+#include "plugin/lifecycle.h"
+#include "plugin/service.h"
+#include "util/logging.h"
+
+namespace gdp {
+namespace {
+
+constexpr absl::Duration kInitRetry = absl::Seconds(30);
+
+// Set by the signal thread; read by whoever waits.
+struct StopState {
+  absl::Notification requested;
+  std::atomic<bool> exiting{false};  // main wakes the signal thread to end it
+  absl::Mutex mu;
+  PluginLifecycle* lifecycle ABSL_GUARDED_BY(mu) = nullptr;
+};
+
+// Waits for SIGTERM/SIGINT (stop) and SIGHUP (serve and register again).
+// REQUIRES: those signals are blocked in every thread.
+void SignalLoop(StopState* stop, sigset_t signals) {
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&signals, &sig) != 0) continue;
+    absl::MutexLock lock(&stop->mu);
+    if (sig == SIGHUP) {
+      LOG_INFO("SIGHUP: serving and registering again");
+      if (stop->lifecycle != nullptr) stop->lifecycle->Restart();
+      continue;
+    }
+    if (!stop->exiting.load()) {
+      LOG_INFO("Received signal {} ({}), shutting down", sig, strsignal(sig));
+    }
+    stop->requested.Notify();
+    if (stop->lifecycle != nullptr) stop->lifecycle->Stop();
+    return;
+  }
+}
+
+std::string Gib(uint64_t bytes) {
+  return absl::StrFormat("%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+}
+
+// Loads NVML and discovers the GPUs, retrying every 30 s unless
+// --fail-on-init-error. Returns false to exit with *exit_code.
+bool OpenAndDiscover(const Config& cfg, StopState* stop,
+                     std::unique_ptr<Nvml>* nvml, NodeGpus* node,
+                     int* exit_code) {
+  for (;;) {
+    auto opened = Nvml::Open(cfg.driver_root);
+    absl::Status error = opened.status();
+    if (opened.ok()) {
+      auto found = DiscoverGpus(**opened, cfg.sysfs_root);
+      if (found.ok() && !found->gpus.empty()) {
+        *nvml = *std::move(opened);
+        *node = *std::move(found);
+        return true;
+      }
+      error = found.ok() ? absl::NotFoundError("NVML reports no GPUs")
+                         : found.status();
+    }
+    if (cfg.fail_on_init_error) {
+      LOG_FATAL(
+          "Failed to initialize NVML: {}. If this is a GPU node, check the "
+          "driver and --driver-root; if it is not, run the plugin only on GPU "
+          "nodes or set --fail-on-init-error=false.",
+          error.message());
+      *exit_code = 1;
+      return false;
+    }
+    LOG_ERROR(
+        "Failed to initialize NVML: {}. Registering nothing; retrying in "
+        "{}.",
+        error.message(), absl::FormatDuration(kInitRetry));
+    if (stop->requested.WaitForNotificationWithTimeout(kInitRetry)) {
+      *exit_code = 0;
+      return false;
+    }
+  }
+}
+
+void LogGpus(const Nvml& nvml, const NodeGpus& node) {
+  LOG_INFO("NVML loaded from {}: driver {}, CUDA {}.{}, {} GPU(s)",
+           nvml.library_path(), node.driver_version,
+           node.cuda_driver_version / 1000,
+           node.cuda_driver_version % 1000 / 10, node.gpus.size());
+  for (const GpuInfo& g : node.gpus) {
+    LOG_INFO(
+        "GPU {}: {} {} /dev/nvidia{} {} PCI {} NUMA {} compute {}.{}{}",
+        g.index, g.name, g.uuid, g.minor, Gib(g.memory_bytes), g.pci_bus_id,
+        g.numa_node < 0 ? std::string("unknown") : std::to_string(g.numa_node),
+        g.cc_major, g.cc_minor, g.mig_enabled ? " MIG enabled" : "");
+  }
+}
+
+int Discover(const Config& cfg) {
+  auto nvml = Nvml::Open(cfg.driver_root);
+  if (!nvml.ok()) {
+    std::cerr << "gpu-device-plugin: " << nvml.status().message() << "\n";
+    return 1;
+  }
+  auto node = DiscoverGpus(**nvml, cfg.sysfs_root);
+  if (!node.ok()) {
+    std::cerr << "gpu-device-plugin: " << node.status().message() << "\n";
+    return 1;
+  }
+  nlohmann::json out = {{"nvml_library", (*nvml)->library_path()},
+                        {"driver_version", node->driver_version},
+                        {"cuda_driver_version", node->cuda_driver_version},
+                        {"gpus", nlohmann::json::array()}};
+  for (const GpuInfo& g : node->gpus) {
+    out["gpus"].push_back({{"index", g.index},
+                           {"uuid", g.uuid},
+                           {"name", g.name},
+                           {"minor", g.minor},
+                           {"memory_bytes", g.memory_bytes},
+                           {"pci_bus_id", g.pci_bus_id},
+                           {"numa_node", g.numa_node},
+                           {"compute_capability",
+                            absl::StrFormat("%d.%d", g.cc_major, g.cc_minor)},
+                           {"mig_capable", g.mig_capable},
+                           {"mig_enabled", g.mig_enabled}});
+  }
+  std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
+int Serve(const Config& cfg) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
+  StopState stop;
+  std::thread signal_thread(SignalLoop, &stop, signals);
+
+  LOG_INFO("Starting gpu-device-plugin {} (kubelet socket {}, driver root {})",
+           GDP_VERSION, cfg.kubelet_socket, cfg.driver_root);
+  int exit_code = 0;
+  {
+    std::unique_ptr<Nvml> nvml;
+    NodeGpus node;
+    if (OpenAndDiscover(cfg, &stop, &nvml, &node, &exit_code)) {
+      LogGpus(*nvml, node);
+      DeviceSet devices(GpuDevices(node, cfg.device_id_strategy));
+      Allocator allocator({.pass_device_specs = cfg.pass_device_specs,
+                           .dev_root = cfg.DevRoot()});
+      auto lifecycle = PluginLifecycle::Create(
+          {.kubelet_socket = cfg.kubelet_socket,
+           .socket_name = kSocketName,
+           .resource_name = kResourceName},
+          [&] {
+            return std::make_unique<DevicePluginService>(devices, allocator);
+          });
+      if (!lifecycle.ok()) {
+        LOG_FATAL("{}", lifecycle.status().message());
+        exit_code = 1;
+      } else {
+        {
+          absl::MutexLock lock(&stop.mu);
+          stop.lifecycle = lifecycle->get();
+        }
+        if (!stop.requested.HasBeenNotified()) (*lifecycle)->Run();
+        absl::MutexLock lock(&stop.mu);
+        stop.lifecycle = nullptr;
+      }
+    }
+  }  // the server stops before NVML shuts down
+  if (!stop.requested.HasBeenNotified()) {
+    stop.exiting = true;
+    kill(getpid(), SIGTERM);
+  }
+  signal_thread.join();
+  LOG_INFO("Exiting with status {}", exit_code);
+  return exit_code;
+}
+
+}  // namespace
+}  // namespace gdp
+
+int main(int argc, char** argv) {
+  gdp::ParsedFlags flags = gdp::ParseFlags(argc, argv);
+  if (!flags.config.has_value()) return flags.exit_code;
+  gdp::logging::Init(flags.config->verbosity);
+  if (flags.command == gdp::Command::kDiscover) {
+    return gdp::Discover(*flags.config);
+  }
+  return gdp::Serve(*flags.config);
+}

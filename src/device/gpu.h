@@ -1,0 +1,45 @@
+// What discovery learns about the node's GPUs, independent of Kubernetes.
+#ifndef GDP_DEVICE_GPU_H_
+#define GDP_DEVICE_GPU_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace gdp {
+
+class Nvml;
+
+struct GpuInfo {
+  unsigned index = 0;  // NVML index
+  std::string uuid;    // "GPU-..."
+  std::string name;    // product name, e.g. "NVIDIA A100-SXM4-80GB"
+  unsigned minor = 0;  // N in /dev/nvidiaN
+  uint64_t memory_bytes = 0;
+  std::string pci_bus_id;  // sysfs form, lower case: "0000:07:00.0"
+  int numa_node = -1;      // -1: unknown
+  int cc_major = 0, cc_minor = 0;
+  bool mig_capable = false;
+  bool mig_enabled = false;
+};
+
+struct NodeGpus {
+  std::string driver_version;   // e.g. "550.54.15"
+  int cuda_driver_version = 0;  // e.g. 12040 for CUDA 12.4
+  std::vector<GpuInfo> gpus;    // ordered by index
+};
+
+// Enumerates every GPU through `nvml`, reading each GPU's NUMA node from
+// <sysfs_root>/bus/pci/devices/<bus id>/numa_node (missing file or -1 means
+// unknown). Result on failure: the first NVML error, naming the GPU index.
+absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
+                                      const std::string& sysfs_root);
+
+// Reads a NUMA node file; -1 when absent, unreadable or not a number.
+int ReadNumaNode(const std::string& sysfs_root, const std::string& bus_id);
+
+}  // namespace gdp
+
+#endif  // GDP_DEVICE_GPU_H_

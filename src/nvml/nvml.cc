@@ -1,0 +1,259 @@
+#include "nvml/nvml.h"
+
+#include <dlfcn.h>
+
+#include <optional>
+#include <vector>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gdp {
+
+// Every entry point we call. X(name) expands once per symbol.
+#define GDP_NVML_SYMBOLS(X)             \
+  X(nvmlInit_v2)                        \
+  X(nvmlShutdown)                       \
+  X(nvmlErrorString)                    \
+  X(nvmlSystemGetDriverVersion)         \
+  X(nvmlSystemGetCudaDriverVersion_v2)  \
+  X(nvmlDeviceGetCount_v2)              \
+  X(nvmlDeviceGetHandleByIndex_v2)      \
+  X(nvmlDeviceGetName)                  \
+  X(nvmlDeviceGetUUID)                  \
+  X(nvmlDeviceGetMinorNumber)           \
+  X(nvmlDeviceGetPciInfo_v3)            \
+  X(nvmlDeviceGetMemoryInfo)            \
+  X(nvmlDeviceGetCudaComputeCapability) \
+  X(nvmlDeviceGetMigMode)
+
+struct NvmlSymbols {
+#define GDP_NVML_FIELD(name) Fn_##name name = nullptr;
+  GDP_NVML_SYMBOLS(GDP_NVML_FIELD)
+#undef GDP_NVML_FIELD
+};
+
+namespace {
+
+constexpr char kSoname[] = "libnvidia-ml.so.1";
+constexpr char kPayloadUrl[] = "gpu-device-plugin/nvml-return";
+
+// Library directories under a driver root, as drivers install them.
+const char* const kLibDirs[] = {
+    "usr/lib64",
+    "usr/lib/x86_64-linux-gnu",
+    "usr/lib/aarch64-linux-gnu",
+    "lib64",
+    "lib/x86_64-linux-gnu",
+    "lib/aarch64-linux-gnu",
+    "usr/lib",
+    "lib",
+};
+
+absl::StatusCode CodeFor(nvmlReturn_t r) {
+  switch (r) {
+    case NVML_ERROR_INVALID_ARGUMENT:
+      return absl::StatusCode::kInvalidArgument;
+    case NVML_ERROR_NOT_SUPPORTED:
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+      return absl::StatusCode::kUnimplemented;
+    case NVML_ERROR_NO_PERMISSION:
+      return absl::StatusCode::kPermissionDenied;
+    case NVML_ERROR_NOT_FOUND:
+      return absl::StatusCode::kNotFound;
+    case NVML_ERROR_TIMEOUT:
+      return absl::StatusCode::kDeadlineExceeded;
+    case NVML_ERROR_UNINITIALIZED:
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+      return absl::StatusCode::kFailedPrecondition;
+    case NVML_ERROR_GPU_IS_LOST:
+    case NVML_ERROR_RESET_REQUIRED:
+      return absl::StatusCode::kUnavailable;
+    default:
+      return absl::StatusCode::kInternal;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
+    const std::string& driver_root) {
+  std::vector<std::string> candidates;
+  if (driver_root.empty() || driver_root == "/") {
+    candidates.push_back(kSoname);
+  } else {
+    for (const char* dir : kLibDirs) {
+      candidates.push_back(absl::StrCat(driver_root, "/", dir, "/", kSoname));
+    }
+  }
+  void* lib = nullptr;
+  std::string path;
+  std::vector<std::string> failures;
+  for (const std::string& c : candidates) {
+    lib = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib != nullptr) {
+      path = c;
+      break;
+    }
+    const char* err = dlerror();
+    failures.push_back(err != nullptr ? err : c);
+  }
+  if (lib == nullptr) {
+    return absl::NotFoundError(absl::StrCat(
+        "cannot load NVML (", kSoname, ") from driver root '",
+        driver_root.empty() ? "/" : driver_root,
+        "': is the NVIDIA driver installed and the driver root right? tried: ",
+        absl::StrJoin(failures, "; ")));
+  }
+  auto fns = std::make_unique<NvmlSymbols>();
+  std::vector<std::string> missing;
+#define GDP_NVML_RESOLVE(name)                                \
+  fns->name = reinterpret_cast<Fn_##name>(dlsym(lib, #name)); \
+  if (fns->name == nullptr) missing.push_back(#name);
+  GDP_NVML_SYMBOLS(GDP_NVML_RESOLVE)
+#undef GDP_NVML_RESOLVE
+  if (!missing.empty()) {
+    dlclose(lib);
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " lacks NVML entry points (driver too old?): ",
+                     absl::StrJoin(missing, ", ")));
+  }
+  nvmlReturn_t r = fns->nvmlInit_v2();
+  if (r != NVML_SUCCESS) {
+    absl::Status s(CodeFor(r), absl::StrCat("nvmlInit_v2 (", path, ") failed: ",
+                                            fns->nvmlErrorString(r)));
+    s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(r))));
+    dlclose(lib);
+    return s;
+  }
+  return std::unique_ptr<Nvml>(new Nvml(lib, path, std::move(fns)));
+}
+
+Nvml::Nvml(void* lib, std::string path, std::unique_ptr<NvmlSymbols> fns)
+    : lib_(lib), library_path_(std::move(path)), fns_(std::move(fns)) {}
+
+Nvml::~Nvml() {
+  fns_->nvmlShutdown();
+  dlclose(lib_);
+}
+
+absl::Status Nvml::Check(nvmlReturn_t r, const char* call) const {
+  if (r == NVML_SUCCESS) return absl::OkStatus();
+  absl::Status s(CodeFor(r),
+                 absl::StrCat(call, ": ", fns_->nvmlErrorString(r)));
+  s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(r))));
+  return s;
+}
+
+absl::StatusOr<std::string> Nvml::DeviceString(Fn_nvmlDeviceGetName fn,
+                                               nvmlDevice_t device,
+                                               unsigned size,
+                                               const char* call) const {
+  std::string buf(size, '\0');
+  absl::Status s = Check(fn(device, buf.data(), size), call);
+  if (!s.ok()) return s;
+  buf.resize(buf.find('\0'));
+  return buf;
+}
+
+absl::StatusOr<std::string> Nvml::DriverVersion() const {
+  std::string buf(NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE, '\0');
+  absl::Status s = Check(fns_->nvmlSystemGetDriverVersion(
+                             buf.data(), static_cast<unsigned>(buf.size())),
+                         "nvmlSystemGetDriverVersion");
+  if (!s.ok()) return s;
+  buf.resize(buf.find('\0'));
+  return buf;
+}
+
+absl::StatusOr<int> Nvml::CudaDriverVersion() const {
+  int v = 0;
+  absl::Status s = Check(fns_->nvmlSystemGetCudaDriverVersion_v2(&v),
+                         "nvmlSystemGetCudaDriverVersion_v2");
+  if (!s.ok()) return s;
+  return v;
+}
+
+absl::StatusOr<unsigned> Nvml::DeviceCount() const {
+  unsigned n = 0;
+  absl::Status s =
+      Check(fns_->nvmlDeviceGetCount_v2(&n), "nvmlDeviceGetCount_v2");
+  if (!s.ok()) return s;
+  return n;
+}
+
+absl::StatusOr<nvmlDevice_t> Nvml::DeviceByIndex(unsigned index) const {
+  nvmlDevice_t d = nullptr;
+  absl::Status s = Check(fns_->nvmlDeviceGetHandleByIndex_v2(index, &d),
+                         "nvmlDeviceGetHandleByIndex_v2");
+  if (!s.ok()) return s;
+  return d;
+}
+
+absl::StatusOr<std::string> Nvml::Name(nvmlDevice_t device) const {
+  return DeviceString(fns_->nvmlDeviceGetName, device,
+                      NVML_DEVICE_NAME_V2_BUFFER_SIZE, "nvmlDeviceGetName");
+}
+
+absl::StatusOr<std::string> Nvml::Uuid(nvmlDevice_t device) const {
+  return DeviceString(fns_->nvmlDeviceGetUUID, device,
+                      NVML_DEVICE_UUID_V2_BUFFER_SIZE, "nvmlDeviceGetUUID");
+}
+
+absl::StatusOr<unsigned> Nvml::MinorNumber(nvmlDevice_t device) const {
+  unsigned minor = 0;
+  absl::Status s = Check(fns_->nvmlDeviceGetMinorNumber(device, &minor),
+                         "nvmlDeviceGetMinorNumber");
+  if (!s.ok()) return s;
+  return minor;
+}
+
+absl::StatusOr<NvmlPci> Nvml::PciInfo(nvmlDevice_t device) const {
+  nvmlPciInfo_t pci{};
+  absl::Status s = Check(fns_->nvmlDeviceGetPciInfo_v3(device, &pci),
+                         "nvmlDeviceGetPciInfo_v3");
+  if (!s.ok()) return s;
+  return NvmlPci{pci.domain, pci.bus, pci.device, pci.pciDeviceId};
+}
+
+absl::StatusOr<unsigned long long> Nvml::MemoryTotal(
+    nvmlDevice_t device) const {
+  nvmlMemory_t mem{};
+  absl::Status s = Check(fns_->nvmlDeviceGetMemoryInfo(device, &mem),
+                         "nvmlDeviceGetMemoryInfo");
+  if (!s.ok()) return s;
+  return mem.total;
+}
+
+absl::StatusOr<std::pair<int, int>> Nvml::ComputeCapability(
+    nvmlDevice_t device) const {
+  int major = 0, minor = 0;
+  absl::Status s =
+      Check(fns_->nvmlDeviceGetCudaComputeCapability(device, &major, &minor),
+            "nvmlDeviceGetCudaComputeCapability");
+  if (!s.ok()) return s;
+  return std::pair{major, minor};
+}
+
+absl::StatusOr<bool> Nvml::MigEnabled(nvmlDevice_t device) const {
+  unsigned current = 0, pending = 0;
+  absl::Status s = Check(fns_->nvmlDeviceGetMigMode(device, &current, &pending),
+                         "nvmlDeviceGetMigMode");
+  if (!s.ok()) return s;
+  return current == NVML_DEVICE_MIG_ENABLE;
+}
+
+nvmlReturn_t NvmlCode(const absl::Status& status) {
+  if (status.ok()) return NVML_SUCCESS;
+  auto p = status.GetPayload(kPayloadUrl);
+  int code = 0;
+  if (!p.has_value() || !absl::SimpleAtoi(std::string(*p), &code)) {
+    return NVML_ERROR_UNKNOWN;
+  }
+  return static_cast<nvmlReturn_t>(code);
+}
+
+}  // namespace gdp

@@ -1,0 +1,82 @@
+// The one owner of NVML in the process. Made once in main and passed down by
+// reference; nothing else loads or initialises NVML.
+#ifndef GDP_NVML_NVML_H_
+#define GDP_NVML_NVML_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nvml/nvml_api.h"
+
+namespace gdp {
+
+struct NvmlSymbols;  // resolved entry points, defined in nvml.cc
+
+// PCI identity of a device as NVML reports it.
+struct NvmlPci {
+  unsigned domain = 0, bus = 0, device = 0;
+  unsigned pci_device_id = 0;  // device id << 16 | vendor id
+};
+
+class Nvml {
+ public:
+  // Loads libnvidia-ml.so.1 and calls nvmlInit_v2 once. With driver_root "/"
+  // the dynamic linker's search path is used (as the NVIDIA container
+  // toolkit arranges); otherwise the usual library directories under
+  // driver_root are tried in order.
+  // Result on failure: NotFound if no library could be loaded (the message
+  // lists every path tried and the loader's reason), FailedPrecondition if
+  // the library lacks a required symbol, and NVML's own error (see NvmlCode)
+  // if nvmlInit_v2 fails.
+  static absl::StatusOr<std::unique_ptr<Nvml>> Open(
+      const std::string& driver_root);
+
+  // Calls nvmlShutdown and unloads the library. Every handle obtained from
+  // this object becomes invalid.
+  ~Nvml();
+  Nvml(const Nvml&) = delete;
+  Nvml& operator=(const Nvml&) = delete;
+
+  // Path the library was loaded from (or its soname when found by search).
+  const std::string& library_path() const { return library_path_; }
+
+  // Thread-safety: NVML is thread-safe, and so are these. Each returns the
+  // NVML error as a Status naming the call (see NvmlCode).
+  absl::StatusOr<std::string> DriverVersion() const;
+  absl::StatusOr<int> CudaDriverVersion() const;  // e.g. 12040
+  absl::StatusOr<unsigned> DeviceCount() const;
+  absl::StatusOr<nvmlDevice_t> DeviceByIndex(unsigned index) const;
+  absl::StatusOr<std::string> Name(nvmlDevice_t device) const;
+  absl::StatusOr<std::string> Uuid(nvmlDevice_t device) const;
+  absl::StatusOr<unsigned> MinorNumber(nvmlDevice_t device) const;
+  absl::StatusOr<NvmlPci> PciInfo(nvmlDevice_t device) const;
+  absl::StatusOr<unsigned long long> MemoryTotal(nvmlDevice_t device) const;
+  absl::StatusOr<std::pair<int, int>> ComputeCapability(
+      nvmlDevice_t device) const;
+  // Current MIG mode; Unimplemented (NVML_ERROR_NOT_SUPPORTED) on GPUs
+  // without MIG.
+  absl::StatusOr<bool> MigEnabled(nvmlDevice_t device) const;
+
+ private:
+  Nvml(void* lib, std::string path, std::unique_ptr<NvmlSymbols> fns);
+  absl::Status Check(nvmlReturn_t r, const char* call) const;
+  // Reads a device string attribute into a buffer of NVML's documented size.
+  absl::StatusOr<std::string> DeviceString(Fn_nvmlDeviceGetName fn,
+                                           nvmlDevice_t device, unsigned size,
+                                           const char* call) const;
+
+  void* lib_;
+  std::string library_path_;
+  std::unique_ptr<NvmlSymbols> fns_;
+};
+
+// The NVML return code a Status from Nvml carries, NVML_SUCCESS for OK, and
+// NVML_ERROR_UNKNOWN for a Status that did not come from NVML.
+nvmlReturn_t NvmlCode(const absl::Status& status);
+
+}  // namespace gdp
+
+#endif  // GDP_NVML_NVML_H_

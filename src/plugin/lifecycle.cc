@@ -1,0 +1,140 @@
+#include "plugin/lifecycle.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "util/logging.h"
+
+namespace gdp {
+
+absl::StatusOr<std::unique_ptr<PluginLifecycle>> PluginLifecycle::Create(
+    LifecycleOptions options, ServiceFactory factory) {
+  std::filesystem::path kubelet(options.kubelet_socket);
+  auto watcher =
+      DirWatcher::Create(kubelet.parent_path().string(),
+                         kubelet.filename().string(), options.socket_name);
+  if (!watcher.ok()) return watcher.status();
+  return std::unique_ptr<PluginLifecycle>(new PluginLifecycle(
+      std::move(options), std::move(factory), *std::move(watcher)));
+}
+
+PluginLifecycle::PluginLifecycle(LifecycleOptions options,
+                                 ServiceFactory factory,
+                                 std::unique_ptr<DirWatcher> watcher)
+    : options_(std::move(options)),
+      socket_path_(
+          (std::filesystem::path(options_.kubelet_socket).parent_path() /
+           options_.socket_name)
+              .string()),
+      factory_(std::move(factory)),
+      watcher_(std::move(watcher)),
+      backoff_(options_.initial_backoff) {}
+
+PluginLifecycle::~PluginLifecycle() { server_.reset(); }
+
+void PluginLifecycle::Run() {
+  while (!stopping_.load()) Step();
+  server_.reset();
+  registered_ = false;
+  LOG_INFO("Stopped serving {} on {}", options_.resource_name, socket_path_);
+}
+
+void PluginLifecycle::Stop() {
+  stopping_ = true;
+  registrar_.Cancel();
+  watcher_->Wake();
+}
+
+void PluginLifecycle::Restart() {
+  restart_requested_ = true;
+  watcher_->Wake();
+}
+
+bool PluginLifecycle::KubeletSocketExists() const {
+  struct stat st;
+  return stat(options_.kubelet_socket.c_str(), &st) == 0;
+}
+
+void PluginLifecycle::ResetBackoff() {
+  backoff_ = options_.initial_backoff;
+  next_attempt_ = absl::InfinitePast();
+}
+
+void PluginLifecycle::Retry(const char* what) {
+  next_attempt_ = absl::Now() + backoff_;
+  LOG_INFO("Will retry {} in {}", what, absl::FormatDuration(backoff_));
+  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+}
+
+void PluginLifecycle::StartServer() {
+  auto server = PluginServer::Start(socket_path_, factory_());
+  if (!server.ok()) {
+    LOG_ERROR("Cannot serve {}: {}", options_.resource_name,
+              server.status().message());
+    Retry("serving");
+    return;
+  }
+  server_ = *std::move(server);
+  LOG_INFO("Serving {} on {}", options_.resource_name, socket_path_);
+}
+
+void PluginLifecycle::TryRegister() {
+  absl::Status s = registrar_.Register(
+      {options_.kubelet_socket, options_.socket_name, options_.resource_name},
+      options_.register_timeout);
+  if (stopping_.load()) return;
+  if (!s.ok()) {
+    LOG_ERROR("Registering {} with the kubelet at {} failed: {}",
+              options_.resource_name, options_.kubelet_socket, s.ToString());
+    Retry("registration");
+    return;
+  }
+  registered_ = true;
+  registrations_++;
+  ResetBackoff();
+  LOG_INFO("Registered device plugin for {} with the kubelet",
+           options_.resource_name);
+}
+
+void PluginLifecycle::Step() {
+  if (stopping_.load()) return;
+  bool due = absl::Now() >= next_attempt_;
+  if (server_ == nullptr && due) StartServer();
+  bool kubelet_there = KubeletSocketExists();
+  if (server_ != nullptr && !registered_ && kubelet_there &&
+      absl::Now() >= next_attempt_) {
+    TryRegister();
+  }
+  if (stopping_.load()) return;
+
+  // Sleep until something happens; wake for a retry only if one is pending.
+  absl::Duration timeout = absl::InfiniteDuration();
+  bool retry_pending =
+      server_ == nullptr || (!registered_ && KubeletSocketExists());
+  if (retry_pending) timeout = next_attempt_ - absl::Now();
+  DirEvents ev = watcher_->Wait(timeout);
+
+  if (restart_requested_.exchange(false)) {
+    server_.reset();
+    registered_ = false;
+    ResetBackoff();
+  }
+  if (ev.own_socket_removed && server_ != nullptr && !server_->SocketIntact()) {
+    LOG_WARN("{} was removed (kubelet restart?); serving again", socket_path_);
+    server_.reset();
+    registered_ = false;
+    ResetBackoff();
+  }
+  if (ev.kubelet_socket_created) {
+    LOG_INFO("{} was created (kubelet started); registering again",
+             options_.kubelet_socket);
+    if (server_ != nullptr && !server_->SocketIntact()) server_.reset();
+    registered_ = false;
+    ResetBackoff();
+  }
+}
+
+}  // namespace gdp

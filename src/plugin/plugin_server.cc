@@ -1,0 +1,64 @@
+#include "plugin/plugin_server.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace gdp {
+namespace {
+
+// The inode of the socket at `path`, or 0 if there is none.
+ino_t SocketInode(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
+  return st.st_ino;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
+    const std::string& socket_path, std::unique_ptr<grpc::Service> service) {
+  if (unlink(socket_path.c_str()) != 0 && errno != ENOENT) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot remove stale ", socket_path, ": ", std::strerror(errno)));
+  }
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat("unix:", socket_path),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(service.get());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve on ", socket_path,
+                     " (is the directory there and writable?)"));
+  }
+  ino_t inode = SocketInode(socket_path);
+  return std::unique_ptr<PluginServer>(new PluginServer(
+      socket_path, std::move(service), std::move(server), inode));
+}
+
+PluginServer::PluginServer(std::string path,
+                           std::unique_ptr<grpc::Service> service,
+                           std::unique_ptr<grpc::Server> server, ino_t inode)
+    : path_(std::move(path)),
+      service_(std::move(service)),
+      server_(std::move(server)),
+      inode_(inode) {}
+
+PluginServer::~PluginServer() {
+  // A deadline of now cancels open streams instead of waiting for them.
+  server_->Shutdown(std::chrono::system_clock::now());
+  server_->Wait();
+  if (SocketIntact()) unlink(path_.c_str());
+}
+
+bool PluginServer::SocketIntact() const {
+  return inode_ != 0 && SocketInode(path_) == inode_;
+}
+
+}  // namespace gdp

@@ -1,0 +1,45 @@
+// A gRPC server on one unix socket in the device-plugins directory.
+#ifndef GDP_PLUGIN_PLUGIN_SERVER_H_
+#define GDP_PLUGIN_PLUGIN_SERVER_H_
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/service_type.h>
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace gdp {
+
+// Not thread-safe: owned by one lifecycle loop.
+class PluginServer {
+ public:
+  // Removes whatever is at `socket_path` (a stale socket of ours), then
+  // serves `service` there. Result on failure: Unavailable naming the path.
+  static absl::StatusOr<std::unique_ptr<PluginServer>> Start(
+      const std::string& socket_path, std::unique_ptr<grpc::Service> service);
+
+  // Shuts down at once (open ListAndWatch streams are cancelled) and removes
+  // the socket file if it is still the one this server created.
+  ~PluginServer();
+
+  // Whether the socket file still exists and is the one this server bound.
+  bool SocketIntact() const;
+
+  const std::string& socket_path() const { return path_; }
+
+ private:
+  PluginServer(std::string path, std::unique_ptr<grpc::Service> service,
+               std::unique_ptr<grpc::Server> server, ino_t inode);
+
+  std::string path_;
+  std::unique_ptr<grpc::Service> service_;  // outlives server_
+  std::unique_ptr<grpc::Server> server_;
+  ino_t inode_;
+};
+
+}  // namespace gdp
+
+#endif  // GDP_PLUGIN_PLUGIN_SERVER_H_

@@ -1,0 +1,196 @@
+#include "plugin/service.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "plugin/preferred.h"
+#include "plugin/wire.h"
+#include "util/logging.h"
+
+namespace gdp {
+namespace {
+
+using v1beta1::ListAndWatchResponse;
+
+// One ListAndWatch stream. Writes the latest list whenever the DeviceSet
+// changes; at most one write is in flight, and a change that arrives during
+// a write is sent (as the then-current list) when the write completes.
+class ListAndWatchReactor final
+    : public grpc::ServerWriteReactor<ListAndWatchResponse> {
+ public:
+  explicit ListAndWatchReactor(DeviceSet& devices) : devices_(devices) {
+    // Subscribe before taking mu_: callbacks run under the DeviceSet's lock
+    // and then take mu_, so mu_ must never be held while subscribing.
+    token_ = devices_.Subscribe([this] { OnDevicesChanged(); });
+    absl::MutexLock lock(&mu_);
+    if (!writing_) WriteLatestLocked();
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (finish_pending_) {
+      finish_pending_ = false;
+      Finish(final_status_);
+    } else if (!ok) {
+      FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
+    } else if (dirty_) {
+      WriteLatestLocked();
+    }
+  }
+
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    FinishLocked(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    devices_.Unsubscribe(token_);
+    VLOG(1, "ListAndWatch stream closed");
+    delete this;
+  }
+
+ private:
+  void OnDevicesChanged() {
+    absl::MutexLock lock(&mu_);
+    dirty_ = true;
+    if (!writing_ && !finishing_) WriteLatestLocked();
+  }
+
+  void WriteLatestLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    dirty_ = false;
+    std::shared_ptr<const DeviceList> list = devices_.Get();
+    if (list->generation == sent_generation_) return;
+    sent_generation_ = list->generation;
+    response_.Clear();
+    ToWire(*list, &response_);
+    writing_ = true;
+    VLOG(2, "ListAndWatch: sending {} devices (generation {})",
+         list->devices.size(), list->generation);
+    StartWrite(&response_);
+  }
+
+  // Finishes once; waits for an in-flight write first.
+  void FinishLocked(const grpc::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finishing_) return;
+    finishing_ = true;
+    if (writing_) {
+      finish_pending_ = true;
+      final_status_ = status;
+    } else {
+      Finish(status);
+    }
+  }
+
+  DeviceSet& devices_;
+  absl::Mutex mu_;
+  uint64_t token_ = 0;
+  ListAndWatchResponse response_ ABSL_GUARDED_BY(mu_);
+  uint64_t sent_generation_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_pending_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
+};
+
+grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx,
+                               const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+std::vector<std::string> Ids(
+    const google::protobuf::RepeatedPtrField<std::string>& ids) {
+  return std::vector<std::string>(ids.begin(), ids.end());
+}
+
+}  // namespace
+
+DevicePluginService::DevicePluginService(DeviceSet& devices,
+                                         const Allocator& allocator)
+    : devices_(devices), allocator_(allocator) {}
+
+grpc::ServerUnaryReactor* DevicePluginService::GetDevicePluginOptions(
+    grpc::CallbackServerContext* ctx, const v1beta1::Empty*,
+    v1beta1::DevicePluginOptions* resp) {
+  resp->set_pre_start_required(false);
+  resp->set_get_preferred_allocation_available(true);
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerWriteReactor<ListAndWatchResponse>*
+DevicePluginService::ListAndWatch(grpc::CallbackServerContext*,
+                                  const v1beta1::Empty*) {
+  VLOG(1, "ListAndWatch stream opened");
+  return new ListAndWatchReactor(devices_);
+}
+
+grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
+    grpc::CallbackServerContext* ctx,
+    const v1beta1::PreferredAllocationRequest* req,
+    v1beta1::PreferredAllocationResponse* resp) {
+  std::shared_ptr<const DeviceList> list = devices_.Get();
+  for (int i = 0; i < req->container_requests_size(); ++i) {
+    const auto& c = req->container_requests(i);
+    auto chosen = PreferredAllocation(*list, Ids(c.available_deviceids()),
+                                      Ids(c.must_include_deviceids()),
+                                      c.allocation_size());
+    if (!chosen.ok()) {
+      LOG_WARN("GetPreferredAllocation refused (container request {}): {}", i,
+               chosen.status().message());
+      return Done(
+          ctx, ToGrpc(absl::Status(chosen.status().code(),
+                                   absl::StrCat("container request ", i, ": ",
+                                                chosen.status().message()))));
+    }
+    auto* out = resp->add_container_responses();
+    for (std::string& id : *chosen) out->add_deviceids(std::move(id));
+  }
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* DevicePluginService::Allocate(
+    grpc::CallbackServerContext* ctx, const v1beta1::AllocateRequest* req,
+    v1beta1::AllocateResponse* resp) {
+  if (req->container_requests_size() == 0) {
+    LOG_WARN("Allocate refused: request has no container requests");
+    return Done(ctx,
+                grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                             "allocate request has no container requests"));
+  }
+  std::shared_ptr<const DeviceList> list = devices_.Get();
+  for (int i = 0; i < req->container_requests_size(); ++i) {
+    std::vector<std::string> ids =
+        Ids(req->container_requests(i).devices_ids());
+    auto alloc = allocator_.Allocate(*list, ids);
+    if (!alloc.ok()) {
+      LOG_WARN("Allocate refused (container request {}, devices [{}]): {}", i,
+               absl::StrJoin(ids, ","), alloc.status().message());
+      resp->Clear();
+      return Done(
+          ctx, ToGrpc(absl::Status(alloc.status().code(),
+                                   absl::StrCat("container request ", i, ": ",
+                                                alloc.status().message()))));
+    }
+    VLOG(1, "Allocate: container request {}: devices [{}]", i,
+         absl::StrJoin(ids, ","));
+    ToWire(*alloc, resp->add_container_responses());
+  }
+  return Done(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* DevicePluginService::PreStartContainer(
+    grpc::CallbackServerContext* ctx, const v1beta1::PreStartContainerRequest*,
+    v1beta1::PreStartContainerResponse*) {
+  return Done(ctx, grpc::Status::OK);
+}
+
+}  // namespace gdp

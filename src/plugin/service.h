@@ -1,0 +1,51 @@
+// The kubelet-facing DevicePlugin gRPC service for one resource: a thin edge
+// that converts requests to our model, asks the Allocator, and converts back.
+#ifndef GDP_PLUGIN_SERVICE_H_
+#define GDP_PLUGIN_SERVICE_H_
+
+#include "device/device_set.h"
+#include "plugin/allocator.h"
+#include "v1beta1/api.grpc.pb.h"
+
+namespace gdp {
+
+// Thread-safe (gRPC calls it from its own threads). A new instance is made
+// for each server start; `devices` and `allocator` must outlive it.
+class DevicePluginService final
+    : public v1beta1::DevicePlugin::CallbackService {
+ public:
+  DevicePluginService(DeviceSet& devices, const Allocator& allocator);
+
+  grpc::ServerUnaryReactor* GetDevicePluginOptions(
+      grpc::CallbackServerContext* ctx, const v1beta1::Empty* req,
+      v1beta1::DevicePluginOptions* resp) override;
+
+  // Sends the whole list at once and again after every change, until the
+  // client cancels or the server shuts down (which cancels the stream).
+  grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* ListAndWatch(
+      grpc::CallbackServerContext* ctx, const v1beta1::Empty* req) override;
+
+  grpc::ServerUnaryReactor* GetPreferredAllocation(
+      grpc::CallbackServerContext* ctx,
+      const v1beta1::PreferredAllocationRequest* req,
+      v1beta1::PreferredAllocationResponse* resp) override;
+
+  // Refuses the whole request (INVALID_ARGUMENT or FAILED_PRECONDITION,
+  // naming the container and device) if any container's request is bad.
+  grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx,
+                                     const v1beta1::AllocateRequest* req,
+                                     v1beta1::AllocateResponse* resp) override;
+
+  grpc::ServerUnaryReactor* PreStartContainer(
+      grpc::CallbackServerContext* ctx,
+      const v1beta1::PreStartContainerRequest* req,
+      v1beta1::PreStartContainerResponse* resp) override;
+
+ private:
+  DeviceSet& devices_;
+  const Allocator& allocator_;
+};
+
+}  // namespace gdp
+
+#endif  // GDP_PLUGIN_SERVICE_H_
