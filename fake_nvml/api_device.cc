@@ -1,0 +1,128 @@
+// Exported NVML entry points: per-device queries.
+#include <cstddef>
+#include <cstring>
+
+#include "fake_nvml/api_call.h"
+#include "fake_nvml/machine.h"
+#include "fake_nvml/nvml_exports.h"
+
+namespace fn = gdp::fake_nvml;
+
+namespace {
+
+// Fills the first `bytes` bytes of *pci with the device's PCI information.
+nvmlReturn_t GetPciInfo(nvmlDevice_t device, nvmlPciInfo_t* pci, size_t bytes) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const fn::Gpu& gpu = call.gpu();
+  const nvmlPciInfo_t info =
+      fn::MakePciInfo(gpu.pci, gpu.pci_device_id, gpu.pci_subsystem_id);
+  std::memcpy(pci, &info, bytes);
+  return NVML_SUCCESS;
+}
+
+// The v1/v2 struct ends after pciSubSystemId.
+constexpr size_t kPciInfoV2Bytes =
+    offsetof(nvmlPciInfo_t, pciSubSystemId) + sizeof(unsigned int);
+
+}  // namespace
+
+extern "C" {
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
+                               unsigned int length) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  return fn::CopyString(call.gpu().name, name, length);
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
+                               unsigned int length) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  return fn::CopyString(call.gpu().uuid, uuid, length);
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device,
+                                      unsigned int* minor) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *minor = call.gpu().minor;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *index = call.index();
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  return GetPciInfo(device, pci, kPciInfoV2Bytes);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  return GetPciInfo(device, pci, kPciInfoV2Bytes);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  return GetPciInfo(device, pci, sizeof(nvmlPciInfo_t));
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
+                                     nvmlMemory_t* memory) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  memory->total = call.gpu().memory_total_bytes;
+  memory->used = call.gpu().memory_used_bytes;
+  memory->free = memory->total - memory->used;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
+                                        nvmlMemory_v2_t* memory) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (memory->version != nvmlMemory_v2) {
+    return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  }
+  memory->total = call.gpu().memory_total_bytes;
+  memory->reserved = 0;
+  memory->used = call.gpu().memory_used_bytes;
+  memory->free = memory->total - memory->used;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
+                                                int* minor) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (major == nullptr || minor == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  *major = call.gpu().cc_major;
+  *minor = call.gpu().cc_minor;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device,
+                                  unsigned int* current_mode,
+                                  unsigned int* pending_mode) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (!call.gpu().mig_capable) return NVML_ERROR_NOT_SUPPORTED;
+  if (current_mode == nullptr || pending_mode == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  *current_mode = call.gpu().mig_current;
+  *pending_mode = call.gpu().mig_pending;
+  return NVML_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,65 @@
+#include "fake_nvml/control.h"
+
+#include <optional>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "fake_nvml/control_command.h"
+#include "fake_nvml/lifecycle.h"
+#include "fake_nvml/report.h"
+
+namespace gdp::fake_nvml {
+namespace {
+
+void Apply(const ControlCommand& command, Session& session)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex) {
+  using Kind = ControlCommand::Kind;
+  switch (command.kind) {
+    case Kind::kLose:
+    case Kind::kRestore:
+      session.set_lost(command.gpu, command.kind == Kind::kLose);
+      break;
+    case Kind::kXid:
+      session.Deliver(command.gpu, nvmlEventTypeXidCriticalError, command.xid,
+                      command.gpu_instance, command.compute_instance);
+      break;
+    case Kind::kEcc:
+      session.Deliver(command.gpu,
+                      command.double_bit ? nvmlEventTypeDoubleBitEccError
+                                         : nvmlEventTypeSingleBitEccError,
+                      0, 0xFFFFFFFF, 0xFFFFFFFF);
+      break;
+    case Kind::kFail:
+      session.set_failure(command.code);
+      break;
+    case Kind::kRecover:
+      session.set_failure(std::nullopt);
+      break;
+  }
+}
+
+}  // namespace
+
+void ApplyControlLine(int line_number, absl::string_view line) {
+  const absl::StatusOr<std::optional<ControlCommand>> parsed =
+      ParseControlLine(line);
+  if (!parsed.ok()) {
+    Report(absl::StrCat("control line ", line_number, ": ",
+                        parsed.status().message()));
+    return;
+  }
+  if (!parsed->has_value()) return;
+  const ControlCommand& command = **parsed;
+  absl::MutexLock lock(&state_mutex);
+  Session* session = CurrentSession();
+  if (session == nullptr) return;
+  if (command.has_gpu() && command.gpu >= session->gpu_count()) {
+    Report(absl::StrCat("control line ", line_number, ": no GPU with index ",
+                        command.gpu, " (the machine has ", session->gpu_count(),
+                        ")"));
+    return;
+  }
+  Apply(command, *session);
+}
+
+}  // namespace gdp::fake_nvml

@@ -1,0 +1,112 @@
+#include "fake_nvml/control_command.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace gdp::fake_nvml {
+namespace {
+
+constexpr const char* kUsage =
+    "expected lose <gpu> | restore <gpu> | xid <gpu> <xid> [<gi> <ci>] | "
+    "ecc <gpu> single|double | fail <code> | recover";
+
+bool IsDefinedFailure(int code) {
+  return (code >= NVML_ERROR_UNINITIALIZED &&
+          code <= NVML_ERROR_INVALID_STATE) ||
+         code == NVML_ERROR_UNKNOWN;
+}
+
+template <typename T>
+absl::Status ParseNumber(absl::string_view word, absl::string_view what,
+                         T* out) {
+  const bool digits =
+      !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+        return absl::ascii_isdigit(static_cast<unsigned char>(c));
+      });
+  if (!digits || !absl::SimpleAtoi(word, out)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad ", what, " \"", word, "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WrongArgs(absl::string_view verb) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("wrong number of arguments to ", verb, "; ", kUsage));
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
+    absl::string_view line) {
+  const std::vector<absl::string_view> words =
+      absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
+  if (words.empty() || words[0][0] == '#') return std::nullopt;
+  const absl::string_view verb = words[0];
+  const size_t args = words.size() - 1;
+  ControlCommand command;
+  if (verb == "lose" || verb == "restore") {
+    if (args != 1) return WrongArgs(verb);
+    command.kind = verb == "lose" ? ControlCommand::Kind::kLose
+                                  : ControlCommand::Kind::kRestore;
+  } else if (verb == "xid") {
+    if (args != 2 && args != 4) return WrongArgs(verb);
+    command.kind = ControlCommand::Kind::kXid;
+    if (absl::Status s = ParseNumber(words[2], "xid", &command.xid); !s.ok()) {
+      return s;
+    }
+    if (args == 4) {
+      if (absl::Status s =
+              ParseNumber(words[3], "GPU instance id", &command.gpu_instance);
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = ParseNumber(words[4], "compute instance id",
+                                       &command.compute_instance);
+          !s.ok()) {
+        return s;
+      }
+    }
+  } else if (verb == "ecc") {
+    if (args != 2) return WrongArgs(verb);
+    command.kind = ControlCommand::Kind::kEcc;
+    if (words[2] != "single" && words[2] != "double") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ecc error kind must be single or double, not \"", words[2], "\""));
+    }
+    command.double_bit = words[2] == "double";
+  } else if (verb == "fail") {
+    if (args != 1) return WrongArgs(verb);
+    command.kind = ControlCommand::Kind::kFail;
+    int code = 0;
+    if (absl::Status s = ParseNumber(words[1], "return code", &code);
+        !s.ok() || !IsDefinedFailure(code)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "fail needs a defined nvmlReturn_t error code (1-29 or 999), not \"",
+          words[1], "\""));
+    }
+    command.code = static_cast<nvmlReturn_t>(code);
+  } else if (verb == "recover") {
+    if (args != 0) return WrongArgs(verb);
+    command.kind = ControlCommand::Kind::kRecover;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown command \"", verb, "\"; ", kUsage));
+  }
+  if (command.has_gpu()) {
+    if (absl::Status s = ParseNumber(words[1], "GPU index", &command.gpu);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return command;
+}
+
+}  // namespace gdp::fake_nvml

@@ -1,0 +1,114 @@
+// The in-memory description of a fake machine: what a machine YAML file
+// (see README.md) says about the driver, the GPUs and the NVSwitches, and the
+// pure functions NVML answers are derived from (bus id strings, PCIe
+// topology levels).
+#ifndef GDP_FAKE_NVML_MACHINE_H_
+#define GDP_FAKE_NVML_MACHINE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "nvml/nvml_api.h"
+
+namespace gdp::fake_nvml {
+
+// Upper bound on GPUs per machine (handles are drawn from a fixed table).
+inline constexpr unsigned kMaxGpus = 64;
+
+// The events a GPU reports unless its machine file says otherwise.
+inline constexpr unsigned long long kDefaultSupportedEvents =
+    nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |
+    nvmlEventTypeDoubleBitEccError;
+
+// A PCI function address, domain:bus:device.function.
+struct PciAddress {
+  uint32_t domain = 0;
+  uint32_t bus = 0;
+  uint32_t device = 0;
+  uint32_t function = 0;
+
+  friend bool operator==(const PciAddress&, const PciAddress&) = default;
+};
+
+// Parses "DOMAIN:BUS:DEVICE.FUNCTION" or "BUS:DEVICE.FUNCTION" (domain 0),
+// hexadecimal in either case, with a domain of 1 to 8 digits. Returns
+// nullopt for anything else or out-of-range parts (bus > 0xFF, device >
+// 0x1F, function > 7).
+std::optional<PciAddress> ParsePciAddress(absl::string_view text);
+
+// NVML's busId form, "%08X:%02X:%02X.0" (e.g. "00000000:07:00.0").
+std::string FormatBusId(const PciAddress& address);
+
+// NVML's busIdLegacy form, "%04X:%02X:%02X.0" (e.g. "0000:07:00.0").
+std::string FormatLegacyBusId(const PciAddress& address);
+
+// The Linux sysfs name, lower-case "%04x:%02x:%02x.%x" ("0000:b7:00.0").
+std::string FormatSysfsBusId(const PciAddress& address);
+
+// Which kind of device the far end of an NVLink is.
+enum class LinkPeer { kGpu, kNvSwitch };
+
+// One NVLink of a GPU.
+struct NvLink {
+  bool active = true;
+  LinkPeer peer_kind = LinkPeer::kGpu;
+  // Index into Machine::gpus or Machine::nvswitches, per peer_kind.
+  unsigned peer = 0;
+};
+
+// One GPU, as the machine file describes it.
+struct Gpu {
+  std::string name;
+  std::string uuid;
+  unsigned minor = 0;
+  PciAddress pci;
+  uint32_t pci_device_id = 0;     // device id << 16 | vendor id
+  uint32_t pci_subsystem_id = 0;  // subsystem id << 16 | subsystem vendor
+  unsigned long long memory_total_bytes = 0;
+  unsigned long long memory_used_bytes = 0;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int numa_node = -1;  // -1: the platform has no NUMA information
+  // PCIe placement: GPUs on the same board are INTERNAL; otherwise the
+  // PCIe switches (outermost first) under `host_bridge` decide the level.
+  std::optional<unsigned> board;
+  unsigned host_bridge = 0;
+  std::vector<unsigned> pcie_switches;
+  bool mig_capable = false;
+  unsigned mig_current = NVML_DEVICE_MIG_DISABLE;
+  unsigned mig_pending = NVML_DEVICE_MIG_DISABLE;
+  unsigned long long supported_events = kDefaultSupportedEvents;
+  std::vector<NvLink> nvlinks;
+};
+
+// One NVSwitch, the peer of NVLinks on NVSwitch-based systems.
+struct NvSwitch {
+  PciAddress pci;
+  uint32_t pci_device_id = 0;
+};
+
+// A whole machine.
+struct Machine {
+  std::string driver_version;
+  int cuda_driver_version = 0;
+  std::vector<Gpu> gpus;
+  std::vector<NvSwitch> nvswitches;
+};
+
+// The closest common PCIe ancestor of two distinct GPUs: INTERNAL for the
+// same board, SINGLE when both sit directly below the same PCIe switch,
+// MULTIPLE when they share a switch higher up, HOSTBRIDGE for the same host
+// bridge, NODE for the same NUMA node, SYSTEM otherwise.
+nvmlGpuTopologyLevel_t CommonAncestor(const Gpu& a, const Gpu& b);
+
+// nvmlPciInfo_t for a PCI function: both bus id strings, domain, bus,
+// device and the two ids.
+nvmlPciInfo_t MakePciInfo(const PciAddress& address, uint32_t device_id,
+                          uint32_t subsystem_id);
+
+}  // namespace gdp::fake_nvml
+
+#endif  // GDP_FAKE_NVML_MACHINE_H_

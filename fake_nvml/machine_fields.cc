@@ -1,0 +1,122 @@
+#include "fake_nvml/machine_fields.h"
+
+#include <optional>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "fake_nvml/yaml_reader.h"
+
+namespace gdp::fake_nvml {
+namespace {
+
+// The names accepted in supported_events, with their NVML bits.
+struct EventName {
+  const char* name;
+  unsigned long long bit;
+};
+constexpr EventName kEventNames[] = {
+    {"xid", nvmlEventTypeXidCriticalError},
+    {"single_bit_ecc", nvmlEventTypeSingleBitEccError},
+    {"double_bit_ecc", nvmlEventTypeDoubleBitEccError},
+    {"pstate", nvmlEventTypePState},
+    {"clock", nvmlEventTypeClock},
+};
+
+bool IsHex(absl::string_view text, size_t length) {
+  if (text.size() != length) return false;
+  for (char c : text) {
+    if (!absl::ascii_isdigit(c) && (c < 'a' || c > 'f')) return false;
+  }
+  return true;
+}
+
+// "GPU-" then 8-4-4-4-12 lower-case hex digits.
+bool IsGpuUuid(absl::string_view uuid) {
+  if (!absl::ConsumePrefix(&uuid, "GPU-")) return false;
+  std::vector<absl::string_view> groups = absl::StrSplit(uuid, '-');
+  constexpr size_t kLengths[] = {8, 4, 4, 4, 12};
+  if (groups.size() != 5) return false;
+  for (size_t i = 0; i < 5; ++i) {
+    if (!IsHex(groups[i], kLengths[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string ParseBoundedString(const YAML::Node& node, const std::string& field,
+                               size_t max_length) {
+  std::string value = ParseString(node, field);
+  if (value.empty() || value.size() > max_length) {
+    throw FieldError(LineOf(node), field,
+                     absl::StrCat("must be 1 to ", max_length, " characters"));
+  }
+  return value;
+}
+
+PciAddress ParseBusId(const YAML::Node& node, const std::string& field) {
+  std::optional<PciAddress> address = ParsePciAddress(ParseString(node, field));
+  if (!address.has_value() || address->function != 0) {
+    throw FieldError(LineOf(node), field,
+                     "must be a PCI address DOMAIN:BUS:DEVICE.0 in hex, "
+                     "e.g. \"0000:07:00.0\"");
+  }
+  return *address;
+}
+
+unsigned ParseMigMode(const YAML::Node& node, const std::string& field) {
+  const std::string text = ParseString(node, field);
+  if (text == "enabled") return NVML_DEVICE_MIG_ENABLE;
+  if (text == "disabled") return NVML_DEVICE_MIG_DISABLE;
+  throw FieldError(LineOf(node), field, "must be enabled or disabled");
+}
+
+void ParseComputeCapability(const YAML::Node& node, const std::string& field,
+                            int* major, int* minor) {
+  const std::string text = ParseString(node, field);
+  std::vector<absl::string_view> parts = absl::StrSplit(text, '.');
+  if (parts.size() != 2 || parts[0].size() != 1 || parts[1].size() != 1 ||
+      !absl::ascii_isdigit(parts[0][0]) || !absl::ascii_isdigit(parts[1][0])) {
+    throw FieldError(LineOf(node), field,
+                     "must be \"MAJOR.MINOR\", e.g. \"8.0\"");
+  }
+  *major = parts[0][0] - '0';
+  *minor = parts[1][0] - '0';
+}
+
+std::string ParseGpuUuid(const YAML::Node& node, const std::string& field) {
+  std::string uuid = ParseString(node, field);
+  if (!IsGpuUuid(uuid)) {
+    throw FieldError(LineOf(node), field,
+                     "must look like GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx "
+                     "(lower-case hex)");
+  }
+  return uuid;
+}
+
+unsigned long long ParseEvents(const YAML::Node& node,
+                               const std::string& field) {
+  unsigned long long mask = 0;
+  std::vector<YAML::Node> items = ParseSequence(node, field);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string item_field = absl::StrCat(field, "[", i, "]");
+    const std::string name = ParseString(items[i], item_field);
+    const EventName* match = nullptr;
+    for (const EventName& known : kEventNames) {
+      if (name == known.name) match = &known;
+    }
+    if (match == nullptr) {
+      throw FieldError(LineOf(items[i]), item_field,
+                       absl::StrCat("unknown event \"", name,
+                                    "\" (xid, single_bit_ecc, double_bit_ecc, "
+                                    "pstate, clock)"));
+    }
+    mask |= match->bit;
+  }
+  return mask;
+}
+
+}  // namespace gdp::fake_nvml

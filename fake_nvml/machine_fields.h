@@ -1,0 +1,40 @@
+// Parsers for the single-value fields of a machine file that need more than
+// a plain string or integer. Each throws FieldError naming `field` and the
+// node's line when the value is malformed (see yaml_reader.h).
+#ifndef GDP_FAKE_NVML_MACHINE_FIELDS_H_
+#define GDP_FAKE_NVML_MACHINE_FIELDS_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstddef>
+#include <string>
+
+#include "fake_nvml/machine.h"
+
+namespace gdp::fake_nvml {
+
+// A string of 1 to `max_length` characters.
+std::string ParseBoundedString(const YAML::Node& node, const std::string& field,
+                               size_t max_length);
+
+// "GPU-" followed by 8-4-4-4-12 lower-case hexadecimal digits.
+std::string ParseGpuUuid(const YAML::Node& node, const std::string& field);
+
+// A PCI address of function 0 in any form ParsePciAddress accepts.
+PciAddress ParseBusId(const YAML::Node& node, const std::string& field);
+
+// "enabled" or "disabled", as NVML_DEVICE_MIG_ENABLE / _DISABLE.
+unsigned ParseMigMode(const YAML::Node& node, const std::string& field);
+
+// "MAJOR.MINOR" with one digit each, e.g. "8.0".
+void ParseComputeCapability(const YAML::Node& node, const std::string& field,
+                            int* major, int* minor);
+
+// A list of event names (xid, single_bit_ecc, double_bit_ecc, pstate,
+// clock) as a mask of nvmlEventType bits.
+unsigned long long ParseEvents(const YAML::Node& node,
+                               const std::string& field);
+
+}  // namespace gdp::fake_nvml
+
+#endif  // GDP_FAKE_NVML_MACHINE_FIELDS_H_

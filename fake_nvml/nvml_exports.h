@@ -1,0 +1,140 @@
+// Declarations of every C function the fake libnvidia-ml.so.1 exports. The
+// types come from the project's NVML declarations (src/nvml/nvml_api.h);
+// functions that only old clients or the fake itself need (the unversioned
+// "_v1" entry points and a few extra queries) are declared here and nowhere
+// else. Semantics follow NVIDIA's NVML API reference; fake_nvml/README.md
+// describes what the fake adds (machine file, fault injection).
+#ifndef GDP_FAKE_NVML_NVML_EXPORTS_H_
+#define GDP_FAKE_NVML_NVML_EXPORTS_H_
+
+#include <type_traits>
+
+#include "nvml/nvml_api.h"
+
+#define FAKE_NVML_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+
+// Initialization. Each successful init increments a reference count and
+// nvmlShutdown decrements it; the machine file is read when the count goes
+// from 0 to 1 and everything is torn down when it returns to 0.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlInit(void);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlInit_v2(void);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlShutdown(void);
+
+// NVIDIA's text for `result`; never null, usable without init.
+FAKE_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t result);
+
+// System queries.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version,
+                                                         unsigned int length);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* version);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version);
+
+// Device enumeration and lookup.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int* count);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index,
+                                                         nvmlDevice_t* device);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid,
+                                                        nvmlDevice_t* device);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetHandleByPciBusId(const char* pci_bus_id, nvmlDevice_t* device);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetHandleByPciBusId_v2(const char* pci_bus_id, nvmlDevice_t* device);
+
+// Per-device identity.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
+                                                unsigned int length);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
+                                                unsigned int length);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device,
+                                                       unsigned int* minor);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device,
+                                                 unsigned int* index);
+
+// PCI information. The v1 and v2 entry points write only the fields up to
+// and including pciSubSystemId (older clients pass a smaller struct).
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device,
+                                                   nvmlPciInfo_t* pci);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device,
+                                                      nvmlPciInfo_t* pci);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device,
+                                                      nvmlPciInfo_t* pci);
+
+// Memory, compute capability and MIG mode.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
+                                                      nvmlMemory_t* memory);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device,
+                                                   unsigned int* current_mode,
+                                                   unsigned int* pending_mode);
+
+// Topology and NVLink.
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                    nvmlGpuTopologyLevel_t* path_info);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(
+    nvmlDevice_t device, unsigned int link, nvmlEnableState_t* is_active);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(
+    nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link,
+                                    nvmlIntNvLinkDeviceType_t* node_type);
+
+// Events. nvmlEventSetWait (v1) writes only device, eventType and eventData
+// (the v1 nvmlEventData_t); nvmlEventSetWait_v2 writes the whole struct.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(
+    nvmlDevice_t device, unsigned long long event_types, nvmlEventSet_t set);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(
+    nvmlDevice_t device, unsigned long long* event_types);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set,
+                                               nvmlEventData_t* data,
+                                               unsigned int timeout_ms);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set,
+                                                  nvmlEventData_t* data,
+                                                  unsigned int timeout_ms);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set);
+
+}  // extern "C"
+
+// The project's client resolves these symbols through the Fn_* pointer
+// types of nvml_api.h; they must match what the fake defines.
+#define FAKE_NVML_SAME_TYPE(name) \
+  static_assert(std::is_same_v<Fn_##name, decltype(&name)>, #name)
+FAKE_NVML_SAME_TYPE(nvmlInit_v2);
+FAKE_NVML_SAME_TYPE(nvmlInitWithFlags);
+FAKE_NVML_SAME_TYPE(nvmlShutdown);
+FAKE_NVML_SAME_TYPE(nvmlErrorString);
+FAKE_NVML_SAME_TYPE(nvmlSystemGetDriverVersion);
+FAKE_NVML_SAME_TYPE(nvmlSystemGetCudaDriverVersion_v2);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetCount_v2);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetHandleByIndex_v2);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetHandleByUUID);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetName);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetUUID);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetMinorNumber);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetIndex);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetPciInfo_v3);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetMemoryInfo);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetCudaComputeCapability);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetMigMode);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetTopologyCommonAncestor);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetNvLinkState);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetNvLinkRemotePciInfo_v2);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetNvLinkRemoteDeviceType);
+FAKE_NVML_SAME_TYPE(nvmlEventSetCreate);
+FAKE_NVML_SAME_TYPE(nvmlDeviceRegisterEvents);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetSupportedEventTypes);
+FAKE_NVML_SAME_TYPE(nvmlEventSetWait_v2);
+FAKE_NVML_SAME_TYPE(nvmlEventSetFree);
+#undef FAKE_NVML_SAME_TYPE
+
+#endif  // GDP_FAKE_NVML_NVML_EXPORTS_H_

@@ -1,0 +1,83 @@
+// The fake-nvml tool: rootfs fixture and command line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "fake_nvml/test_client.h"
+
+namespace gdp::fake_nvml::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+using RootfsTest = FakeNvmlTest;
+
+// Runs the tool with `args`; returns its exit status, output in *output.
+int RunTool(const std::string& args, const std::string& dir,
+            std::string* output) {
+  const std::string out_file = dir + "/tool.out";
+  const int status = std::system(
+      (std::string(FAKE_NVML_TOOL) + " " + args + " >" + out_file + " 2>&1")
+          .c_str());
+  std::ostringstream text;
+  text << std::ifstream(out_file).rdbuf();
+  *output = text.str();
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ostringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+TEST_F(RootfsTest, WritesSysfsAndDevNodes) {
+  const std::filesystem::path root = dir_ + "/root";
+  std::string output;
+  ASSERT_EQ(RunTool("rootfs --machine " + ShippedMachine("dgx-a100.yaml") +
+                        " --out " + root.string(),
+                    dir_, &output),
+            0)
+      << output;
+  const char* kBusIds[] = {"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0",
+                           "0000:4e:00.0", "0000:87:00.0", "0000:90:00.0",
+                           "0000:b7:00.0", "0000:bd:00.0"};
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(ReadFile(root / "sys/bus/pci/devices" / kBusIds[i] / "numa_node"),
+              i < 4 ? "0\n" : "1\n")
+        << kBusIds[i];
+    const auto node = root / "dev" / ("nvidia" + std::to_string(i));
+    EXPECT_TRUE(std::filesystem::is_regular_file(node)) << node;
+    EXPECT_EQ(std::filesystem::file_size(node), 0u);
+  }
+  for (const char* name :
+       {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(root / "dev" / name)) << name;
+  }
+  EXPECT_FALSE(std::filesystem::exists(root / "dev/nvidia8"));
+}
+
+TEST_F(RootfsTest, Help) {
+  std::string output;
+  EXPECT_EQ(RunTool("--help", dir_, &output), 0);
+  EXPECT_THAT(output, HasSubstr("rootfs"));
+}
+
+TEST_F(RootfsTest, BadMachineFails) {
+  const std::string bad = WriteFile("bad.yaml", "gpus: 3\n");
+  std::string output;
+  EXPECT_EQ(RunTool("rootfs --machine " + bad + " --out " + dir_ + "/root",
+                    dir_, &output),
+            1);
+  EXPECT_THAT(output, HasSubstr(bad + ":1: "));
+  EXPECT_NE(RunTool("rootfs --out " + dir_, dir_, &output), 0);
+}
+
+}  // namespace
+}  // namespace gdp::fake_nvml::testing

@@ -1,0 +1,79 @@
+#include "fake_nvml/session.h"
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+namespace gdp::fake_nvml {
+namespace {
+
+// Device handles are addresses inside this table, row = generation modulo
+// kGenerations, column = GPU index. Nothing is ever stored there: the table
+// only provides addresses the library owns, distinct for each GPU and for
+// each of the last kGenerations sessions, that can be validated by
+// arithmetic alone.
+constexpr unsigned kGenerations = 1024;
+char handle_table[kGenerations][kMaxGpus];
+
+std::atomic<unsigned> next_generation{0};
+
+}  // namespace
+
+Session::Session(Machine machine)
+    : machine_(std::move(machine)),
+      generation_(next_generation.fetch_add(1) % kGenerations),
+      lost_(machine_.gpus.size(), false) {}
+
+Session::~Session() {
+  for (auto& [handle, set] : event_sets_) set->Close();
+}
+
+nvmlDevice_t Session::Handle(unsigned index) const {
+  return reinterpret_cast<nvmlDevice_t>(&handle_table[generation_][index]);
+}
+
+std::optional<unsigned> Session::IndexOf(nvmlDevice_t handle) const {
+  const auto base = reinterpret_cast<uintptr_t>(&handle_table[generation_][0]);
+  const auto address = reinterpret_cast<uintptr_t>(handle);
+  if (address < base || address - base >= gpu_count()) return std::nullopt;
+  return static_cast<unsigned>(address - base);
+}
+
+void Session::set_failure(std::optional<nvmlReturn_t> code) {
+  failure_ = code;
+  for (auto& [handle, set] : event_sets_) set->Wake();
+}
+
+nvmlEventSet_t Session::CreateEventSet() {
+  auto set = std::make_shared<EventSet>();
+  auto handle = reinterpret_cast<nvmlEventSet_t>(set.get());
+  event_sets_.emplace(handle, std::move(set));
+  return handle;
+}
+
+std::shared_ptr<EventSet> Session::FindEventSet(nvmlEventSet_t handle) const {
+  const auto it = event_sets_.find(handle);
+  return it == event_sets_.end() ? nullptr : it->second;
+}
+
+bool Session::FreeEventSet(nvmlEventSet_t handle) {
+  const auto it = event_sets_.find(handle);
+  if (it == event_sets_.end()) return false;
+  it->second->Close();
+  event_sets_.erase(it);
+  return true;
+}
+
+void Session::Deliver(unsigned gpu, unsigned long long type,
+                      unsigned long long data, unsigned gpu_instance,
+                      unsigned compute_instance) {
+  nvmlEventData_t event;
+  event.device = Handle(gpu);
+  event.eventType = type;
+  event.eventData = data;
+  event.gpuInstanceId = gpu_instance;
+  event.computeInstanceId = compute_instance;
+  for (auto& [handle, set] : event_sets_) set->Offer(gpu, event);
+}
+
+}  // namespace gdp::fake_nvml

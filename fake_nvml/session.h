@@ -1,0 +1,80 @@
+// Everything that lives from the first successful init to the last
+// shutdown: the machine, the device handles of this init generation, the
+// injected faults and the event sets. A Session is not thread-safe by
+// itself; it is reached only through CurrentSession() (lifecycle.h) with
+// state_mutex held.
+#ifndef GDP_FAKE_NVML_SESSION_H_
+#define GDP_FAKE_NVML_SESSION_H_
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "fake_nvml/event_set.h"
+#include "fake_nvml/machine.h"
+#include "fake_nvml/state_mutex.h"
+#include "nvml/nvml_api.h"
+
+namespace gdp::fake_nvml {
+
+class Session {
+ public:
+  // Takes the machine (at most kMaxGpus GPUs) and draws a new handle
+  // generation: handles of earlier sessions are not valid in this one.
+  explicit Session(Machine machine);
+  // Closes every event set, waking their waiters.
+  ~Session() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const Machine& machine() const { return machine_; }
+  unsigned gpu_count() const { return machine_.gpus.size(); }
+
+  // The handle of GPU `index` (< gpu_count()); stable for the session.
+  nvmlDevice_t Handle(unsigned index) const;
+
+  // The GPU index of `handle`, or nullopt when this session did not issue
+  // it (null, garbage, or from an earlier session). Never dereferences it.
+  std::optional<unsigned> IndexOf(nvmlDevice_t handle) const;
+
+  // Whether GPU `index` has fallen off the bus (fault "lose").
+  bool lost(unsigned index) const { return lost_[index]; }
+  void set_lost(unsigned index, bool lost) { lost_[index] = lost; }
+
+  // The code every call returns while a "fail" fault is active.
+  std::optional<nvmlReturn_t> failure() const { return failure_; }
+  // Sets or clears the "fail" fault and wakes event waiters so that they
+  // report it.
+  void set_failure(std::optional<nvmlReturn_t> code)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
+
+  // Creates an empty event set and returns its handle.
+  nvmlEventSet_t CreateEventSet();
+
+  // The event set behind `handle`, or null if this session did not create
+  // it or it was freed.
+  std::shared_ptr<EventSet> FindEventSet(nvmlEventSet_t handle) const;
+
+  // Frees `handle`; false if FindEventSet would return null.
+  bool FreeEventSet(nvmlEventSet_t handle)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
+
+  // Queues an event of `type` on GPU `gpu` in every set recording it.
+  void Deliver(unsigned gpu, unsigned long long type, unsigned long long data,
+               unsigned gpu_instance, unsigned compute_instance)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
+
+ private:
+  const Machine machine_;
+  const unsigned generation_;
+  std::vector<bool> lost_;
+  std::optional<nvmlReturn_t> failure_;
+  // Keyed by the handle given out, which is the set's own address. Shared
+  // so a waiter keeps its set alive across a concurrent free or shutdown.
+  absl::flat_hash_map<nvmlEventSet_t, std::shared_ptr<EventSet>> event_sets_;
+};
+
+}  // namespace gdp::fake_nvml
+
+#endif  // GDP_FAKE_NVML_SESSION_H_
