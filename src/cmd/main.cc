@@ -73,8 +73,10 @@ bool OpenAndDiscover(const Config& cfg, StopState* stop,
         *node = *std::move(found);
         return true;
       }
-      error = found.ok() ? absl::NotFoundError("NVML reports no GPUs")
-                         : found.status();
+      error = !found.ok() ? found.status()
+              : found->unusable.empty()
+                  ? absl::NotFoundError("NVML reports no GPUs")
+                  : found->unusable.front();
     }
     if (cfg.fail_on_init_error) {
       LOG_FATAL(
@@ -101,6 +103,9 @@ void LogGpus(const Nvml& nvml, const NodeGpus& node) {
            nvml.library_path(), node.driver_version,
            node.cuda_driver_version / 1000,
            node.cuda_driver_version % 1000 / 10, node.gpus.size());
+  for (const absl::Status& s : node.unusable) {
+    LOG_ERROR("Leaving out a GPU NVML cannot describe: {}", s.message());
+  }
   for (const GpuInfo& g : node.gpus) {
     LOG_INFO(
         "GPU {}: {} {} /dev/nvidia{} {} PCI {} NUMA {} compute {}.{}{}",
@@ -120,6 +125,9 @@ int Discover(const Config& cfg) {
   if (!node.ok()) {
     std::cerr << "gpu-device-plugin: " << node.status().message() << "\n";
     return 1;
+  }
+  for (const absl::Status& s : node->unusable) {
+    std::cerr << "gpu-device-plugin: left out: " << s.message() << "\n";
   }
   nlohmann::json out = {{"nvml_library", (*nvml)->library_path()},
                         {"driver_version", node->driver_version},

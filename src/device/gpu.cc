@@ -79,8 +79,11 @@ absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
   if (!count.ok()) return count.status();
   for (unsigned i = 0; i < *count; ++i) {
     auto gpu = DiscoverOne(nvml, i, sysfs_root);
-    if (!gpu.ok()) return ForGpu(i, gpu.status());
-    node.gpus.push_back(*std::move(gpu));
+    if (gpu.ok()) {
+      node.gpus.push_back(*std::move(gpu));
+    } else {
+      node.unusable.push_back(ForGpu(i, gpu.status()));
+    }
   }
   return node;
 }

@@ -26,14 +26,18 @@ struct GpuInfo {
 };
 
 struct NodeGpus {
-  std::string driver_version;   // e.g. "550.54.15"
-  int cuda_driver_version = 0;  // e.g. 12040 for CUDA 12.4
-  std::vector<GpuInfo> gpus;    // ordered by index
+  std::string driver_version;          // e.g. "550.54.15"
+  int cuda_driver_version = 0;         // e.g. 12040 for CUDA 12.4
+  std::vector<GpuInfo> gpus;           // usable GPUs, ordered by index
+  std::vector<absl::Status> unusable;  // one per GPU left out, naming it
 };
 
 // Enumerates every GPU through `nvml`, reading each GPU's NUMA node from
 // <sysfs_root>/bus/pci/devices/<bus id>/numa_node (missing file or -1 means
-// unknown). Result on failure: the first NVML error, naming the GPU index.
+// unknown). A GPU that NVML cannot describe (e.g. fallen off the bus) is left
+// out and its error, naming its index, added to `unusable`, so the others
+// are still served. Result on failure: a node-wide NVML error (driver
+// version, device count).
 absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
                                       const std::string& sysfs_root);
 

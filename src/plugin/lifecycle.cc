@@ -82,6 +82,7 @@ void PluginLifecycle::StartServer() {
 }
 
 void PluginLifecycle::TryRegister() {
+  std::optional<FileId> kubelet = GetFileId(options_.kubelet_socket);
   absl::Status s = registrar_.Register(
       {options_.kubelet_socket, options_.socket_name, options_.resource_name},
       options_.register_timeout);
@@ -93,13 +94,14 @@ void PluginLifecycle::TryRegister() {
     return;
   }
   registered_ = true;
+  registered_kubelet_ = kubelet;
   registrations_++;
   ResetBackoff();
   LOG_INFO("Registered device plugin for {} with the kubelet",
            options_.resource_name);
 }
 
-void PluginLifecycle::Step() {
+void PluginLifecycle::Step(absl::Duration max_wait) {
   if (stopping_.load()) return;
   bool due = absl::Now() >= next_attempt_;
   if (server_ == nullptr && due) StartServer();
@@ -115,7 +117,7 @@ void PluginLifecycle::Step() {
   bool retry_pending =
       server_ == nullptr || (!registered_ && KubeletSocketExists());
   if (retry_pending) timeout = next_attempt_ - absl::Now();
-  DirEvents ev = watcher_->Wait(timeout);
+  DirEvents ev = watcher_->Wait(std::min(timeout, max_wait));
 
   if (restart_requested_.exchange(false)) {
     server_.reset();
@@ -128,7 +130,11 @@ void PluginLifecycle::Step() {
     registered_ = false;
     ResetBackoff();
   }
-  if (ev.kubelet_socket_created) {
+  if (ev.kubelet_socket_created && registered_ &&
+      GetFileId(options_.kubelet_socket) == registered_kubelet_) {
+    VLOG(1, "{} creation already seen; registered with that kubelet",
+         options_.kubelet_socket);
+  } else if (ev.kubelet_socket_created) {
     LOG_INFO("{} was created (kubelet started); registering again",
              options_.kubelet_socket);
     if (server_ != nullptr && !server_->SocketIntact()) server_.reset();

@@ -16,6 +16,7 @@
 #include "plugin/dir_watcher.h"
 #include "plugin/plugin_server.h"
 #include "plugin/registrar.h"
+#include "util/file_id.h"
 
 namespace gdp {
 
@@ -46,9 +47,9 @@ class PluginLifecycle {
 
   // One round: start serving if not serving, register if due and the
   // kubelet's socket exists, then block until a directory event, the next
-  // retry time, or Stop(), and react to what happened. Returns at once after
-  // Stop(). Call from one thread (the same as Run).
-  void Step();
+  // retry time, Stop(), or `max_wait`, and react to what happened. Returns at
+  // once after Stop(). Call from one thread (the same as Run).
+  void Step(absl::Duration max_wait = absl::InfiniteDuration());
 
   // Thread-safe (e.g. from a signal thread). Makes Run() return promptly,
   // waking the wait and cancelling a Register in flight.
@@ -77,6 +78,9 @@ class PluginLifecycle {
   std::unique_ptr<DirWatcher> watcher_;
   Registrar registrar_;
   std::unique_ptr<PluginServer> server_;
+  // kubelet.sock as it was when we last registered: a creation event for
+  // that same file (queued before we registered) is not a kubelet restart.
+  std::optional<FileId> registered_kubelet_;
   absl::Time next_attempt_ = absl::InfinitePast();
   absl::Duration backoff_;
   std::atomic<bool> stopping_{false};

@@ -1,6 +1,5 @@
 #include "plugin/plugin_server.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,17 +9,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace gdp {
-namespace {
-
-// The inode of the socket at `path`, or 0 if there is none.
-ino_t SocketInode(const std::string& path) {
-  struct stat st;
-  if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
-  return st.st_ino;
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
     const std::string& socket_path, std::unique_ptr<grpc::Service> service) {
   if (unlink(socket_path.c_str()) != 0 && errno != ENOENT) {
@@ -37,18 +25,19 @@ absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
         absl::StrCat("cannot serve on ", socket_path,
                      " (is the directory there and writable?)"));
   }
-  ino_t inode = SocketInode(socket_path);
-  return std::unique_ptr<PluginServer>(new PluginServer(
-      socket_path, std::move(service), std::move(server), inode));
+  return std::unique_ptr<PluginServer>(
+      new PluginServer(socket_path, std::move(service), std::move(server),
+                       GetFileId(socket_path)));
 }
 
 PluginServer::PluginServer(std::string path,
                            std::unique_ptr<grpc::Service> service,
-                           std::unique_ptr<grpc::Server> server, ino_t inode)
+                           std::unique_ptr<grpc::Server> server,
+                           std::optional<FileId> id)
     : path_(std::move(path)),
       service_(std::move(service)),
       server_(std::move(server)),
-      inode_(inode) {}
+      id_(id) {}
 
 PluginServer::~PluginServer() {
   // A deadline of now cancels open streams instead of waiting for them.
@@ -58,7 +47,7 @@ PluginServer::~PluginServer() {
 }
 
 bool PluginServer::SocketIntact() const {
-  return inode_ != 0 && SocketInode(path_) == inode_;
+  return id_.has_value() && GetFileId(path_) == id_;
 }
 
 }  // namespace gdp

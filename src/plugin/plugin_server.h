@@ -4,12 +4,12 @@
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/service_type.h>
-#include <sys/types.h>
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "util/file_id.h"
 
 namespace gdp {
 
@@ -32,12 +32,12 @@ class PluginServer {
 
  private:
   PluginServer(std::string path, std::unique_ptr<grpc::Service> service,
-               std::unique_ptr<grpc::Server> server, ino_t inode);
+               std::unique_ptr<grpc::Server> server, std::optional<FileId> id);
 
   std::string path_;
   std::unique_ptr<grpc::Service> service_;  // outlives server_
   std::unique_ptr<grpc::Server> server_;
-  ino_t inode_;
+  std::optional<FileId> id_;  // of the socket file we bound
 };
 
 }  // namespace gdp
