@@ -1,0 +1,164 @@
+#include "client.h"
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_join.h"
+#include "events.h"
+#include "plugin_client.h"
+
+namespace gdp::dpctl {
+namespace {
+
+void PrintError(const ClientConfig& config, const absl::Status& status,
+                std::ostream& out, std::ostream& err) {
+  if (config.format == OutputFormat::kJson) {
+    out << Json{{"error", ErrorJson(status)}}.dump(
+               -1, ' ', false, Json::error_handler_t::replace)
+        << std::endl;
+  } else {
+    err << "error: " << StatusText(status) << std::endl;
+  }
+}
+
+void PrintJson(const Json& json, std::ostream& out) {
+  out << json.dump(-1, ' ', false, Json::error_handler_t::replace) << std::endl;
+}
+
+absl::StatusOr<std::shared_ptr<PluginClient>> Connect(
+    const ClientConfig& config) {
+  PluginClient::DialOptions options;
+  options.connect_timeout = config.timeout;
+  options.rpc_timeout = config.timeout;
+  options.fail_fast = true;
+  return PluginClient::Dial(config.socket, options);
+}
+
+}  // namespace
+
+int RunList(const ClientConfig& config, bool watch,
+            std::optional<absl::Duration> watch_for, std::ostream& out,
+            std::ostream& err) {
+  absl::StatusOr<std::shared_ptr<PluginClient>> client = Connect(config);
+  if (!client.ok()) {
+    PrintError(config, client.status(), out, err);
+    return kExitConnectError;
+  }
+  absl::StatusOr<v1beta1::DevicePluginOptions> options =
+      (*client)->GetDevicePluginOptions();
+  if (!options.ok()) {
+    PrintError(config, options.status(), out, err);
+    return kExitRpcError;
+  }
+  EventPrinter printer(&out, config.format);
+  printer.Emit(OptionsEvent("", *options));
+
+  const absl::Time deadline =
+      watch ? (watch_for ? absl::Now() + *watch_for : absl::InfiniteFuture())
+            : absl::Now() + config.timeout;
+  int messages = 0;
+  absl::Status status = (*client)->ListAndWatch(
+      [&](const v1beta1::ListAndWatchResponse& message) {
+        printer.Emit(DevicesEvent(
+            "", std::vector<v1beta1::Device>(message.devices().begin(),
+                                             message.devices().end())));
+        ++messages;
+        return watch;
+      },
+      deadline);
+  if (!watch && messages > 0) return kExitOk;
+  if (watch && status.ok()) {
+    printer.Emit(StreamClosedEvent("", status));
+    return kExitOk;
+  }
+  if (watch && watch_for && absl::IsDeadlineExceeded(status)) return kExitOk;
+  if (status.ok()) {
+    status = absl::UnknownError(
+        "the plugin ended ListAndWatch before sending a device list");
+  }
+  PrintError(config, status, out, err);
+  return kExitRpcError;
+}
+
+int RunAllocate(const ClientConfig& config,
+                const std::vector<std::vector<std::string>>& containers,
+                std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::shared_ptr<PluginClient>> client = Connect(config);
+  if (!client.ok()) {
+    PrintError(config, client.status(), out, err);
+    return kExitConnectError;
+  }
+  v1beta1::AllocateRequest request;
+  for (const std::vector<std::string>& ids : containers) {
+    v1beta1::ContainerAllocateRequest* container =
+        request.add_container_requests();
+    for (const std::string& id : ids) container->add_devices_ids(id);
+  }
+  absl::StatusOr<v1beta1::AllocateResponse> response =
+      (*client)->Allocate(request);
+  if (!response.ok()) {
+    PrintError(config, response.status(), out, err);
+    return kExitRpcError;
+  }
+  Json list = Json::array();
+  for (const v1beta1::ContainerAllocateResponse& container :
+       response->container_responses()) {
+    list.push_back(ContainerResponseJson(container));
+  }
+  if (config.format == OutputFormat::kJson) {
+    PrintJson(Json{{"container_responses", list}}, out);
+  } else {
+    for (size_t i = 0; i < list.size(); ++i) {
+      out << "container " << i << ":" << ContainerResponseText(list[i])
+          << std::endl;
+    }
+  }
+  return kExitOk;
+}
+
+int RunPreferred(const ClientConfig& config,
+                 const std::vector<std::string>& available,
+                 const std::vector<std::string>& must_include, int size,
+                 std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::shared_ptr<PluginClient>> client = Connect(config);
+  if (!client.ok()) {
+    PrintError(config, client.status(), out, err);
+    return kExitConnectError;
+  }
+  v1beta1::PreferredAllocationRequest request;
+  v1beta1::ContainerPreferredAllocationRequest* container =
+      request.add_container_requests();
+  for (const std::string& id : available) {
+    container->add_available_deviceids(id);
+  }
+  for (const std::string& id : must_include) {
+    container->add_must_include_deviceids(id);
+  }
+  container->set_allocation_size(size);
+  absl::StatusOr<v1beta1::PreferredAllocationResponse> response =
+      (*client)->GetPreferredAllocation(request);
+  if (!response.ok()) {
+    PrintError(config, response.status(), out, err);
+    return kExitRpcError;
+  }
+  Json list = Json::array();
+  for (const v1beta1::ContainerPreferredAllocationResponse& c :
+       response->container_responses()) {
+    Json ids = Json::array();
+    for (const std::string& id : c.deviceids()) ids.push_back(id);
+    list.push_back(Json{{"devices", ids}});
+  }
+  if (config.format == OutputFormat::kJson) {
+    PrintJson(Json{{"container_responses", list}}, out);
+  } else {
+    for (int i = 0; i < response->container_responses_size(); ++i) {
+      out << "container " << i << ": "
+          << absl::StrJoin(response->container_responses(i).deviceids(), ", ")
+          << std::endl;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace gdp::dpctl

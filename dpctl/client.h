@@ -1,0 +1,61 @@
+// `dpctl list`, `dpctl allocate` and `dpctl preferred`: one-shot calls to a
+// device plugin's socket, printing the answers.
+#ifndef GDP_DPCTL_CLIENT_H_
+#define GDP_DPCTL_CLIENT_H_
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "event_printer.h"
+
+namespace gdp::dpctl {
+
+// Exit codes of the client commands.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRpcError = 2;
+inline constexpr int kExitConnectError = 3;
+inline constexpr int kExitUsage = 64;
+
+struct ClientConfig {
+  // The plugin's socket: a path, or a "unix:" target.
+  std::string socket;
+  OutputFormat format = OutputFormat::kText;
+  // For connecting and for each call.
+  absl::Duration timeout = absl::Seconds(10);
+};
+
+// Errors: an RPC that fails prints "error: <CODE>: <message>" to `err`
+// (text) or {"error":{"code":..,"message":..}} to `out` (JSON) and returns
+// kExitRpcError; failing to connect prints the same way with code
+// UNAVAILABLE (or DEADLINE_EXCEEDED) and returns kExitConnectError.
+
+// Prints the plugin's options event and its first ListAndWatch message as a
+// devices event. With `watch`, prints every message until the stream ends
+// (then a stream_closed event with error "EOF", exit 0) or `watch_for`
+// passes (exit 0); a stream ending with an error exits kExitRpcError.
+int RunList(const ClientConfig& config, bool watch,
+            std::optional<absl::Duration> watch_for, std::ostream& out,
+            std::ostream& err);
+
+// Sends one Allocate with one container request per element of
+// `containers` and prints the response: JSON
+// {"container_responses":[<ContainerResponseJson>...]}, or text lines
+// "container <i>: <ContainerResponseText>".
+int RunAllocate(const ClientConfig& config,
+                const std::vector<std::vector<std::string>>& containers,
+                std::ostream& out, std::ostream& err);
+
+// Sends one GetPreferredAllocation with one container request and prints
+// the answer: JSON {"container_responses":[{"devices":[...]}...]}, or text
+// lines "container <i>: <id>, <id>".
+int RunPreferred(const ClientConfig& config,
+                 const std::vector<std::string>& available,
+                 const std::vector<std::string>& must_include, int size,
+                 std::ostream& out, std::ostream& err);
+
+}  // namespace gdp::dpctl
+
+#endif  // GDP_DPCTL_CLIENT_H_

@@ -1,0 +1,193 @@
+#include "events.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+
+namespace gdp::dpctl {
+namespace {
+
+Json Base(absl::string_view event, absl::string_view resource) {
+  Json j = {{"event", std::string(event)}};
+  if (!resource.empty()) j["resource"] = std::string(resource);
+  return j;
+}
+
+Json StringList(const std::vector<std::string>& ids) {
+  Json list = Json::array();
+  for (const std::string& id : ids) list.push_back(id);
+  return list;
+}
+
+}  // namespace
+
+std::string CodeName(absl::StatusCode code) {
+  return absl::StatusCodeToString(code);
+}
+
+Json ErrorJson(const absl::Status& status) {
+  return {{"code", CodeName(status.code())},
+          {"message", std::string(status.message())}};
+}
+
+std::string StatusText(const absl::Status& status) {
+  if (status.message().empty()) return CodeName(status.code());
+  return absl::StrCat(CodeName(status.code()), ": ", status.message());
+}
+
+Json DeviceJson(const v1beta1::Device& device) {
+  Json numa = Json::array();
+  if (device.has_topology()) {
+    for (const v1beta1::NUMANode& node : device.topology().nodes()) {
+      numa.push_back(node.id());
+    }
+  }
+  return {{"id", device.id()}, {"health", device.health()}, {"numa", numa}};
+}
+
+Json ContainerResponseJson(const v1beta1::ContainerAllocateResponse& r) {
+  // Proto maps iterate in no fixed order; sort the keys for stable output.
+  auto sorted = [](const google::protobuf::Map<std::string, std::string>& m) {
+    Json object = Json::object();
+    for (const auto& [key, value] :
+         std::map<std::string, std::string>(m.begin(), m.end())) {
+      object[key] = value;
+    }
+    return object;
+  };
+  Json envs = sorted(r.envs());
+  Json annotations = sorted(r.annotations());
+  Json mounts = Json::array();
+  for (const v1beta1::Mount& m : r.mounts()) {
+    mounts.push_back({{"container_path", m.container_path()},
+                      {"host_path", m.host_path()},
+                      {"read_only", m.read_only()}});
+  }
+  Json devices = Json::array();
+  for (const v1beta1::DeviceSpec& d : r.devices()) {
+    devices.push_back({{"container_path", d.container_path()},
+                       {"host_path", d.host_path()},
+                       {"permissions", d.permissions()}});
+  }
+  Json cdi = Json::array();
+  for (const v1beta1::CDIDevice& d : r.cdi_devices()) cdi.push_back(d.name());
+  return {{"envs", envs},
+          {"mounts", mounts},
+          {"devices", devices},
+          {"annotations", annotations},
+          {"cdi_devices", cdi}};
+}
+
+Json ListeningEvent(absl::string_view socket) {
+  Json j = Base("listening", "");
+  j["socket"] = std::string(socket);
+  return j;
+}
+
+Json RegisterEvent(const v1beta1::RegisterRequest& request,
+                   const absl::Status& result) {
+  Json j = Base("register", "");
+  // Always present, even when empty, so a refused empty name shows.
+  j["resource"] = request.resource_name();
+  j["endpoint"] = request.endpoint();
+  j["version"] = request.version();
+  j["ok"] = result.ok();
+  if (!result.ok()) j["error"] = std::string(result.message());
+  return j;
+}
+
+Json OptionsEvent(absl::string_view resource,
+                  const v1beta1::DevicePluginOptions& options) {
+  Json j = Base("options", resource);
+  j["pre_start_required"] = options.pre_start_required();
+  j["get_preferred_allocation_available"] =
+      options.get_preferred_allocation_available();
+  return j;
+}
+
+Json DevicesEvent(absl::string_view resource,
+                  const std::vector<v1beta1::Device>& devices) {
+  Json j = Base("devices", resource);
+  Json list = Json::array();
+  int healthy = 0;
+  for (const v1beta1::Device& d : devices) {
+    list.push_back(DeviceJson(d));
+    if (d.health() == kHealthy) ++healthy;
+  }
+  j["devices"] = list;
+  j["total"] = devices.size();
+  j["healthy"] = healthy;
+  return j;
+}
+
+Json StreamClosedEvent(absl::string_view resource, const absl::Status& status) {
+  Json j = Base("stream_closed", resource);
+  j["error"] = status.ok() ? std::string("EOF") : StatusText(status);
+  return j;
+}
+
+Json PreferredEvent(absl::string_view resource, absl::string_view pod,
+                    const std::vector<std::string>& available, int size,
+                    const absl::StatusOr<std::vector<std::string>>& answer) {
+  Json j = Base("preferred", resource);
+  j["pod"] = std::string(pod);
+  j["available"] = StringList(available);
+  j["size"] = size;
+  if (answer.ok()) {
+    j["devices"] = StringList(*answer);
+  } else {
+    j["error"] = ErrorJson(answer.status());
+  }
+  return j;
+}
+
+Json AllocateEvent(
+    absl::string_view resource, absl::string_view pod,
+    const std::vector<std::string>& devices,
+    const absl::StatusOr<v1beta1::ContainerAllocateResponse>& response) {
+  Json j = Base("allocate", resource);
+  j["pod"] = std::string(pod);
+  j["devices"] = StringList(devices);
+  if (response.ok()) {
+    j["response"] = ContainerResponseJson(*response);
+  } else {
+    j["error"] = ErrorJson(response.status());
+  }
+  return j;
+}
+
+Json AllocateFailedEvent(absl::string_view resource, absl::string_view pod,
+                         absl::string_view error) {
+  Json j = Base("allocate_failed", resource);
+  j["pod"] = std::string(pod);
+  j["error"] = std::string(error);
+  return j;
+}
+
+Json PreStartEvent(absl::string_view resource, absl::string_view pod,
+                   const std::vector<std::string>& devices,
+                   const absl::Status& result) {
+  Json j = Base("prestart", resource);
+  j["pod"] = std::string(pod);
+  j["devices"] = StringList(devices);
+  j["ok"] = result.ok();
+  if (!result.ok()) j["error"] = ErrorJson(result);
+  return j;
+}
+
+Json FreedEvent(absl::string_view pod, absl::string_view resource,
+                const std::vector<std::string>& devices) {
+  Json j = Base("freed", resource);
+  j["pod"] = std::string(pod);
+  j["devices"] = StringList(devices);
+  return j;
+}
+
+Json CommandErrorEvent(absl::string_view command, absl::string_view error) {
+  Json j = Base("command_error", "");
+  j["command"] = std::string(command);
+  j["error"] = std::string(error);
+  return j;
+}
+
+}  // namespace gdp::dpctl

@@ -1,0 +1,186 @@
+// dpctl: a kubelet device-manager emulator and a client for kubelet Device
+// Plugin API v1beta1 plugins. See `dpctl --help`.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "client.h"
+#include "event_printer.h"
+#include "kubelet.h"
+
+namespace gdp::dpctl {
+namespace {
+
+std::vector<std::string> SplitIds(const std::string& list) {
+  return absl::StrSplit(list, ',', absl::SkipEmpty());
+}
+
+int UsageError(const std::string& message) {
+  std::cerr << message << "\nRun with --help for more information."
+            << std::endl;
+  return kExitUsage;
+}
+
+// Blocks SIGINT and SIGTERM in every thread (call before any thread starts)
+// and returns a signalfd that becomes readable when one arrives, or -1.
+int SignalFd() {
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  if (pthread_sigmask(SIG_BLOCK, &set, nullptr) != 0) return -1;
+  return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{
+      "Kubelet device-manager emulator and client for kubelet Device Plugin "
+      "API v1beta1 plugins.",
+      "dpctl"};
+  app.set_version_flag("--version", DPCTL_VERSION);
+  app.require_subcommand(1);
+
+  KubeletConfig kubelet_config;
+  bool kubelet_json = false;
+  std::vector<std::string> allocate_specs;
+  CLI::App* kubelet = app.add_subcommand(
+      "kubelet", "Emulate the kubelet's device manager on <dir>/kubelet.sock");
+  kubelet->footer(
+      "Prints one line per event. Reads commands from stdin, one per line:\n"
+      "  allocate <resource> <count> [pod]\n"
+      "  free <pod>\n"
+      "  list\n"
+      "  quit\n"
+      "End of stdin does not stop it; SIGINT, SIGTERM and 'quit' do.");
+  kubelet->add_option("--dir", kubelet_config.dir, "Device-plugins directory")
+      ->required();
+  kubelet->add_flag("--json", kubelet_json, "Print one JSON object per event");
+  kubelet
+      ->add_option("--allocate", allocate_specs,
+                   "RES=N[:POD]: allocate N devices of RES once it has N "
+                   "healthy free ones (repeatable)")
+      ->allow_extra_args(false);
+  kubelet->add_flag("--exit-after-allocate", kubelet_config.exit_after_allocate,
+                    "Exit once every --allocate has run (1 if one failed)");
+
+  ClientConfig client_config;
+  bool client_json = false;
+  std::optional<double> timeout_seconds;
+  auto add_client_options = [&](CLI::App* command) {
+    command
+        ->add_option("--socket", client_config.socket,
+                     "The plugin's unix socket")
+        ->required();
+    command->add_flag("--json", client_json, "Print JSON");
+    command
+        ->add_option("--timeout", timeout_seconds,
+                     "Seconds allowed for connecting and for each call "
+                     "(default 10); for list --watch, how long to watch "
+                     "(default: until the stream ends)")
+        ->check(
+            [](const std::string& value) -> std::string {
+              double seconds = 0;
+              if (absl::SimpleAtod(value, &seconds) && seconds > 0) return "";
+              return "must be a positive number of seconds, not " + value;
+            },
+            "SECONDS > 0");
+  };
+
+  bool watch = false;
+  CLI::App* list = app.add_subcommand(
+      "list", "Print a plugin's options and first device list");
+  add_client_options(list);
+  list->add_flag("--watch", watch,
+                 "Print every device list until the stream ends or --timeout "
+                 "passes");
+
+  std::vector<std::string> ids;
+  std::vector<std::string> container_lists;
+  CLI::App* allocate = app.add_subcommand(
+      "allocate", "Send one Allocate; the IDs form one container request");
+  add_client_options(allocate);
+  allocate->add_option("ids", ids, "Device IDs of the container request");
+  allocate
+      ->add_option("--container", container_lists,
+                   "a,b,...: one more container request (repeatable)")
+      ->allow_extra_args(false);
+
+  std::string available;
+  std::string must_include;
+  int size = 0;
+  CLI::App* preferred =
+      app.add_subcommand("preferred", "Send one GetPreferredAllocation");
+  add_client_options(preferred);
+  preferred->add_option("--available", available, "a,b,...: available IDs")
+      ->required();
+  preferred->add_option("--must-include", must_include,
+                        "a,b,...: IDs the answer must include");
+  preferred->add_option("--size", size, "Allocation size")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+
+  if (*kubelet) {
+    for (const std::string& spec : allocate_specs) {
+      absl::StatusOr<AutoAllocation> a = ParseAutoAllocation(spec);
+      if (!a.ok()) return UsageError(std::string(a.status().message()));
+      kubelet_config.allocations.push_back(*a);
+    }
+    if (kubelet_config.exit_after_allocate &&
+        kubelet_config.allocations.empty()) {
+      return UsageError("--exit-after-allocate needs at least one --allocate");
+    }
+    const int stop_fd = SignalFd();
+    if (stop_fd < 0) {
+      std::cerr << "error: cannot watch for signals" << std::endl;
+      return kKubeletStartFailed;
+    }
+    EventPrinter printer(
+        &std::cout, kubelet_json ? OutputFormat::kJson : OutputFormat::kText);
+    const int code =
+        RunKubelet(kubelet_config, &printer, STDIN_FILENO, stop_fd, std::cerr);
+    close(stop_fd);
+    return code;
+  }
+
+  client_config.format =
+      client_json ? OutputFormat::kJson : OutputFormat::kText;
+  if (timeout_seconds) client_config.timeout = absl::Seconds(*timeout_seconds);
+  if (*list) {
+    std::optional<absl::Duration> watch_for;
+    if (timeout_seconds) watch_for = client_config.timeout;
+    return RunList(client_config, watch, watch_for, std::cout, std::cerr);
+  }
+  if (*allocate) {
+    std::vector<std::vector<std::string>> containers;
+    if (!ids.empty()) containers.push_back(ids);
+    for (const std::string& c : container_lists) {
+      containers.push_back(SplitIds(c));
+    }
+    if (containers.empty()) {
+      return UsageError("allocate: give device IDs or --container");
+    }
+    return RunAllocate(client_config, containers, std::cout, std::cerr);
+  }
+  return RunPreferred(client_config, SplitIds(available),
+                      SplitIds(must_include), size, std::cout, std::cerr);
+}
+
+}  // namespace
+}  // namespace gdp::dpctl
+
+int main(int argc, char** argv) { return gdp::dpctl::Main(argc, argv); }

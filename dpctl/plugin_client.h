@@ -1,0 +1,101 @@
+// A client of one device plugin's DevicePlugin service on a unix socket.
+#ifndef GDP_DPCTL_PLUGIN_CLIENT_H_
+#define GDP_DPCTL_PLUGIN_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "device_plugin_api.h"
+#include "grpcpp/grpcpp.h"
+#include "v1beta1/api.grpc.pb.h"
+#include "v1beta1/api.pb.h"
+
+namespace gdp::dpctl {
+
+// The gRPC target for a unix socket path: "unix:<absolute path>". A value
+// already starting with "unix:" or "unix-abstract:" is returned unchanged.
+// (gRPC 1.51 accepts "unix:/abs", "unix:///abs" and "unix:relative", but
+// refuses the authority form "unix://host/abs".)
+std::string UnixTarget(const std::string& socket_path);
+
+// absl::Status with the same code and message as `status`.
+absl::Status FromGrpc(const grpc::Status& status);
+
+// Thread-safe: calls may run concurrently from several threads.
+class PluginClient : public DevicePluginApi {
+ public:
+  struct DialOptions {
+    // How long Dial waits for the connection.
+    absl::Duration connect_timeout = absl::Seconds(10);
+    // Deadline of each unary call.
+    absl::Duration rpc_timeout = absl::Seconds(10);
+    // Fail at the first failed connection attempt (and at once when the
+    // socket file is missing) instead of retrying until connect_timeout.
+    bool fail_fast = false;
+    // Polled every 100 ms while waiting; Dial gives up when it returns true.
+    std::function<bool()> cancelled;
+  };
+
+  // Connects to the plugin serving `socket_path` (a path, or a "unix:"
+  // target), blocking until the connection is up. Fails with UNAVAILABLE
+  // (fail_fast), DEADLINE_EXCEEDED after connect_timeout, or CANCELLED; the
+  // message names the target.
+  static absl::StatusOr<std::shared_ptr<PluginClient>> Dial(
+      const std::string& socket_path, const DialOptions& options);
+
+  absl::StatusOr<v1beta1::DevicePluginOptions> GetDevicePluginOptions();
+
+  // Runs ListAndWatch, calling `on_message` for each message until the
+  // stream ends, `on_message` returns false, `deadline` passes or Cancel is
+  // called. Returns the stream's final status: OK when the plugin ended it,
+  // CANCELLED when stopped by `on_message` or Cancel, DEADLINE_EXCEEDED at
+  // `deadline`. Blocks the calling thread for the whole stream.
+  absl::Status ListAndWatch(
+      absl::FunctionRef<bool(const v1beta1::ListAndWatchResponse&)> on_message,
+      absl::Time deadline = absl::InfiniteFuture());
+
+  absl::StatusOr<v1beta1::PreferredAllocationResponse> GetPreferredAllocation(
+      const v1beta1::PreferredAllocationRequest& request) override;
+  absl::StatusOr<v1beta1::AllocateResponse> Allocate(
+      const v1beta1::AllocateRequest& request) override;
+  absl::Status PreStartContainer(
+      const v1beta1::PreStartContainerRequest& request) override;
+  void Cancel() override;
+
+  const std::string& target() const { return target_; }
+
+ private:
+  PluginClient(std::string target, std::shared_ptr<grpc::Channel> channel,
+               absl::Duration rpc_timeout);
+
+  // Registers `context` so Cancel can reach it; returns false (and
+  // registers nothing) when already cancelled.
+  bool Track(grpc::ClientContext* context);
+  void Untrack(grpc::ClientContext* context);
+
+  // Runs one unary call with a deadline, tracked for Cancel.
+  template <typename Response, typename Call>
+  absl::StatusOr<Response> Unary(Call call);
+
+  const std::string target_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
+  const absl::Duration rpc_timeout_;
+
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<grpc::ClientContext*> active_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gdp::dpctl
+
+#endif  // GDP_DPCTL_PLUGIN_CLIENT_H_
