@@ -1,10 +1,35 @@
 #include "cmd/flags.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 #include <string>
+#include <vector>
 
 namespace gdp {
+
+namespace {
+
+// klog spells verbosity -v=N or --v=N (Go flag syntax), which CLI11 cannot
+// declare; rewrite those to --verbosity.
+std::vector<std::string> NormalizeKlogVerbosity(int argc,
+                                                const char* const* argv) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("-v=", 0) == 0 || a.rfind("--v=", 0) == 0) {
+      out.push_back("--verbosity=" + a.substr(a.find('=') + 1));
+    } else if (a == "--v") {
+      out.push_back("--verbosity");
+    } else {
+      out.push_back(a);
+    }
+  }
+  std::reverse(out.begin(), out.end());  // CLI11 parses a reversed vector
+  return out;
+}
+
+}  // namespace
 
 ParsedFlags ParseFlags(int argc, const char* const* argv) {
   Config c;
@@ -44,8 +69,12 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
       ->check(CLI::IsMember({"uuid", "index"}));
   app.add_option("-v,--verbosity", c.verbosity,
                  "log verbosity (klog -v level: 1 logs every RPC, 2 every "
-                 "ListAndWatch send)")
+                 "ListAndWatch send); -v=N and --v=N work too")
       ->envname("LOG_VERBOSITY");
+  int retry_s = static_cast<int>(absl::ToInt64Seconds(c.nvml_retry_interval));
+  app.add_option("--nvml-retry-interval", retry_s,
+                 "seconds between NVML retries with --fail-on-init-error=false")
+      ->check(CLI::PositiveNumber);
 
   ParsedFlags out;
   app.add_subcommand("discover",
@@ -53,11 +82,13 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
       ->callback([&out] { out.command = Command::kDiscover; });
 
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = NormalizeKlogVerbosity(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     out.exit_code = app.exit(e) == 0 ? 0 : 2;
     return out;
   }
+  c.nvml_retry_interval = absl::Seconds(retry_s);
   c.device_id_strategy = id_strategy == "index" ? DeviceIdStrategy::kIndex
                                                 : DeviceIdStrategy::kUuid;
   if (absl::Status s = Validate(c); !s.ok()) {

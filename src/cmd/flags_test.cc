@@ -90,6 +90,26 @@ TEST_F(FlagsTest, HelpAndVersionExitZero) {
   }
 }
 
+TEST_F(FlagsTest, KlogVerbositySpellings) {
+  for (std::vector<const char*> args : {std::vector<const char*>{"-v=3"},
+                                        {"--v=3"},
+                                        {"--v", "3"},
+                                        {"-v", "3"},
+                                        {"-v3"},
+                                        {"--verbosity=3"}}) {
+    ParsedFlags f = Parse(args);
+    ASSERT_TRUE(f.config.has_value()) << args[0];
+    EXPECT_EQ(f.config->verbosity, 3) << args[0];
+  }
+}
+
+TEST_F(FlagsTest, NvmlRetryInterval) {
+  EXPECT_EQ(Parse({}).config->nvml_retry_interval, absl::Seconds(30));
+  EXPECT_EQ(Parse({"--nvml-retry-interval=2"}).config->nvml_retry_interval,
+            absl::Seconds(2));
+  EXPECT_FALSE(Parse({"--nvml-retry-interval=0"}).config.has_value());
+}
+
 TEST_F(FlagsTest, DiscoverSubcommand) {
   EXPECT_EQ(Parse({"discover"}).command, Command::kDiscover);
 }

@@ -23,8 +23,6 @@
 namespace gdp {
 namespace {
 
-constexpr absl::Duration kInitRetry = absl::Seconds(30);
-
 // Set by the signal thread; read by whoever waits.
 struct StopState {
   absl::Notification requested;
@@ -58,7 +56,7 @@ std::string Gib(uint64_t bytes) {
   return absl::StrFormat("%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
 }
 
-// Loads NVML and discovers the GPUs, retrying every 30 s unless
+// Loads NVML and discovers the GPUs, retrying every nvml_retry_interval unless
 // --fail-on-init-error. Returns false to exit with *exit_code.
 bool OpenAndDiscover(const Config& cfg, StopState* stop,
                      std::unique_ptr<Nvml>* nvml, NodeGpus* node,
@@ -90,8 +88,9 @@ bool OpenAndDiscover(const Config& cfg, StopState* stop,
     LOG_ERROR(
         "Failed to initialize NVML: {}. Registering nothing; retrying in "
         "{}.",
-        error.message(), absl::FormatDuration(kInitRetry));
-    if (stop->requested.WaitForNotificationWithTimeout(kInitRetry)) {
+        error.message(), absl::FormatDuration(cfg.nvml_retry_interval));
+    if (stop->requested.WaitForNotificationWithTimeout(
+            cfg.nvml_retry_interval)) {
       *exit_code = 0;
       return false;
     }

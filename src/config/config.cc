@@ -49,6 +49,9 @@ absl::Status Validate(const Config& c) {
   if (absl::Status s = AbsolutePath("--sysfs-root", c.sysfs_root); !s.ok()) {
     return s;
   }
+  if (c.nvml_retry_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--nvml-retry-interval must be positive");
+  }
   if (c.verbosity < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("-v must be 0 or more, got ", c.verbosity));

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "device/device.h"
 
 namespace gdp {
@@ -23,6 +24,8 @@ struct Config {
   bool pass_device_specs = false;
   DeviceIdStrategy device_id_strategy = DeviceIdStrategy::kUuid;
   int verbosity = 0;
+  // Between NVML load/init attempts when fail_on_init_error is false.
+  absl::Duration nvml_retry_interval = absl::Seconds(30);
 
   const std::string& DevRoot() const {
     return dev_root.empty() ? driver_root : dev_root;
