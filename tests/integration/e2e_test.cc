@@ -1,0 +1,315 @@
+// End to end: the real gpu-device-plugin binary on the fake NVML, against
+// the kubelet emulator (dpctl kubelet) and the plugin client (dpctl).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "absl/time/clock.h"
+#include "testing/subprocess.h"
+
+namespace gdp {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::SpawnOptions;
+using ::testing::StartsWith;
+using testing::Subprocess;
+using json = nlohmann::json;
+
+constexpr absl::Duration kTimeout = absl::Seconds(10);
+
+std::string Machine(const std::string& name) {
+  return std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml";
+}
+
+class E2ETest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int n = 0;
+    dir_ = fs::path("/tmp") /
+           ("gdp-e2e-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "kp");
+    MakeRoot("dgx-a100");
+  }
+  void TearDown() override {
+    plugin_.reset();
+    kubelet_.reset();
+    fs::remove_all(dir_);
+  }
+
+  void MakeRoot(const std::string& machine) {
+    fs::remove_all(dir_ / "root");
+    Subprocess tool(
+        {.argv = {GDP_FAKE_NVML_TOOL, "rootfs", "--machine", Machine(machine),
+                  "--out", (dir_ / "root").string()}});
+    ASSERT_EQ(tool.Wait(kTimeout), 0);
+  }
+
+  std::string KubeletSocket() {
+    return (dir_ / "kp" / "kubelet.sock").string();
+  }
+  std::string PluginSocket() {
+    return (dir_ / "kp" / "nvidia-gpu.sock").string();
+  }
+
+  void StartKubelet() {
+    kubelet_ = std::make_unique<Subprocess>(
+        SpawnOptions{.argv = {GDP_DPCTL_BIN, "kubelet", "--dir",
+                              (dir_ / "kp").string(), "--json"},
+                     .stderr_path = (dir_ / "kubelet.err").string(),
+                     .pipe_stdin = true});
+    json e = NextEvent(*kubelet_, "listening");
+    ASSERT_FALSE(e.is_null()) << kubelet_->Stderr();
+  }
+
+  void StartPlugin(std::vector<std::string> args = {},
+                   const std::string& machine = "dgx-a100",
+                   std::vector<std::string> unset = {}) {
+    std::vector<std::string> argv = {GDP_PLUGIN_BIN,
+                                     "--kubelet-socket",
+                                     KubeletSocket(),
+                                     "--sysfs-root",
+                                     (dir_ / "root" / "sys").string(),
+                                     "--dev-root",
+                                     (dir_ / "root").string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    plugin_ = std::make_unique<Subprocess>(
+        SpawnOptions{.argv = argv,
+                     .env = {{"LD_LIBRARY_PATH", GDP_FAKE_NVML_LIBDIR},
+                             {"FAKE_NVML_MACHINE", Machine(machine)}},
+                     .unset_env = unset,
+                     .stderr_path = (dir_ / "plugin.err").string()});
+  }
+
+  // Reads JSON events from `p` until one named `event` (null on timeout).
+  json NextEvent(Subprocess& p, const std::string& event,
+                 absl::Duration timeout = kTimeout) {
+    absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      auto line = p.ReadLine(deadline - absl::Now());
+      if (!line.has_value()) break;
+      json e = json::parse(*line, nullptr, /*allow_exceptions=*/false);
+      if (e.is_object() && e.value("event", "") == event) return e;
+    }
+    return json();
+  }
+
+  // Waits for registration and the first full device list.
+  json Registered() {
+    json reg = NextEvent(*kubelet_, "register");
+    EXPECT_TRUE(reg.value("ok", false)) << reg.dump() << plugin_->Stderr();
+    EXPECT_EQ(reg.value("resource", ""), "nvidia.com/gpu");
+    EXPECT_EQ(reg.value("endpoint", ""), "nvidia-gpu.sock");
+    return NextEvent(*kubelet_, "devices");
+  }
+
+  // `dpctl allocate` straight to the plugin socket.
+  std::pair<int, std::string> DpctlAllocate(std::vector<std::string> ids) {
+    std::vector<std::string> argv = {GDP_DPCTL_BIN, "allocate", "--socket",
+                                     PluginSocket(), "--json"};
+    argv.insert(argv.end(), ids.begin(), ids.end());
+    Subprocess p({.argv = argv, .stderr_path = (dir_ / "dpctl.err").string()});
+    std::string out;
+    while (auto line = p.ReadLine(kTimeout)) out += *line + "\n";
+    int code = p.Wait(kTimeout).value_or(-1);
+    return {code, out + p.Stderr()};
+  }
+
+  fs::path dir_;
+  std::unique_ptr<Subprocess> kubelet_, plugin_;
+};
+
+TEST_F(E2ETest, RegistersAndListsEveryGpuWithNuma) {
+  StartKubelet();
+  StartPlugin();
+  json devices = Registered();
+  ASSERT_EQ(devices["devices"].size(), 8u) << devices.dump();
+  EXPECT_EQ(devices["healthy"], 8);
+  for (size_t i = 0; i < 8; ++i) {
+    const json& d = devices["devices"][i];
+    EXPECT_THAT(d["id"].get<std::string>(), StartsWith("GPU-"));
+    EXPECT_EQ(d["health"], "Healthy");
+    EXPECT_EQ(d["numa"], json::array({i < 4 ? 0 : 1})) << d.dump();
+  }
+}
+
+TEST_F(E2ETest, AllocateForAPodAnswersVisibleDevicesAndSpecs) {
+  StartKubelet();
+  StartPlugin({"--pass-device-specs"});
+  json devices = Registered();
+  kubelet_->WriteLine("allocate nvidia.com/gpu 2 pod-a");
+  json a = NextEvent(*kubelet_, "allocate");
+  ASSERT_TRUE(a.contains("response")) << a.dump();
+  std::vector<std::string> ids = a["devices"];
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_EQ(a["response"]["envs"]["NVIDIA_VISIBLE_DEVICES"],
+            ids[0] + "," + ids[1]);
+  std::vector<std::string> paths;
+  for (const json& spec : a["response"]["devices"]) {
+    paths.push_back(spec["container_path"]);
+    EXPECT_EQ(spec["host_path"], (dir_ / "root").string() +
+                                     spec["container_path"].get<std::string>());
+    EXPECT_EQ(spec["permissions"], "rw");
+  }
+  EXPECT_THAT(paths, ::testing::IsSupersetOf(
+                         {"/dev/nvidiactl", "/dev/nvidia-uvm",
+                          "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"}));
+  EXPECT_EQ(paths.size(), 6u);
+
+  // The emulator keeps the devices taken: the next pod gets other GPUs.
+  kubelet_->WriteLine("allocate nvidia.com/gpu 2 pod-b");
+  json b = NextEvent(*kubelet_, "allocate");
+  for (const json& id : b["devices"]) {
+    EXPECT_THAT(ids, ::testing::Not(::testing::Contains(id)));
+  }
+}
+
+TEST_F(E2ETest, IndexStrategyNamesDevicesByIndex) {
+  StartKubelet();
+  StartPlugin({"--device-id-strategy=index"});
+  json devices = Registered();
+  ASSERT_EQ(devices["devices"].size(), 8u);
+  EXPECT_EQ(devices["devices"][0]["id"], "0");
+  auto [code, out] = DpctlAllocate({"3", "5"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("\"NVIDIA_VISIBLE_DEVICES\":\"3,5\""));
+}
+
+TEST_F(E2ETest, BadRequestsAreRefusedAndServingGoesOn) {
+  StartKubelet();
+  StartPlugin();
+  json devices = Registered();
+  std::string good = devices["devices"][0]["id"];
+  struct Case {
+    std::vector<std::string> ids;
+    const char* message;
+  } cases[] = {
+      {{"GPU-does-not-exist"}, "unknown device ID 'GPU-does-not-exist'"},
+      {{good, good}, "is requested more than once"},
+      {{"--container", ""}, "names no devices"},
+  };
+  for (const Case& c : cases) {
+    auto [code, out] = DpctlAllocate(c.ids);
+    EXPECT_EQ(code, 2) << out;
+    EXPECT_THAT(out, HasSubstr("INVALID_ARGUMENT")) << out;
+    EXPECT_THAT(out, HasSubstr(c.message)) << out;
+  }
+  auto [code, out] = DpctlAllocate({good});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr(good));
+}
+
+TEST_F(E2ETest, ReRegistersAfterKubeletRestart) {
+  StartKubelet();
+  StartPlugin();
+  Registered();
+  kubelet_->Signal(SIGTERM);
+  ASSERT_EQ(kubelet_->Wait(kTimeout), 0);
+  StartKubelet();  // wipes the directory's sockets, creates kubelet.sock
+  json devices = Registered();
+  EXPECT_EQ(devices["devices"].size(), 8u);
+  EXPECT_TRUE(fs::is_socket(PluginSocket()));
+}
+
+TEST_F(E2ETest, WaitsForKubeletAbsentAtStart) {
+  StartPlugin();
+  for (int i = 0; i < 200 && !fs::is_socket(PluginSocket()); ++i) {
+    usleep(10000);
+  }
+  ASSERT_TRUE(fs::is_socket(PluginSocket())) << plugin_->Stderr();
+  StartKubelet();
+  json devices = Registered();
+  EXPECT_EQ(devices["devices"].size(), 8u);
+}
+
+TEST_F(E2ETest, SigtermStopsWithinOneSecondAndRemovesSocket) {
+  StartKubelet();
+  StartPlugin();
+  Registered();
+  absl::Time start = absl::Now();
+  plugin_->Signal(SIGTERM);
+  EXPECT_EQ(plugin_->Wait(absl::Seconds(1)), 0) << plugin_->Stderr();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_FALSE(fs::exists(PluginSocket()));
+  json closed = NextEvent(*kubelet_, "stream_closed");
+  EXPECT_FALSE(closed.is_null());
+  json devices = NextEvent(*kubelet_, "devices");
+  EXPECT_EQ(devices["healthy"], 0);
+}
+
+TEST_F(E2ETest, MissingNvmlExitsWithClearError) {
+  std::vector<std::string> argv = {GDP_PLUGIN_BIN, "--kubelet-socket",
+                                   KubeletSocket()};
+  Subprocess p({.argv = argv,
+                .unset_env = {"LD_LIBRARY_PATH"},
+                .stderr_path = (dir_ / "p.err").string()});
+  EXPECT_EQ(p.Wait(kTimeout), 1);
+  EXPECT_THAT(p.Stderr(), HasSubstr("libnvidia-ml.so.1"));
+  EXPECT_THAT(p.Stderr(), HasSubstr("--fail-on-init-error=false"));
+}
+
+TEST_F(E2ETest, MissingNvmlWithoutFailOnInitErrorStaysUpUnregistered) {
+  StartKubelet();
+  Subprocess p({.argv = {GDP_PLUGIN_BIN, "--kubelet-socket", KubeletSocket(),
+                         "--fail-on-init-error=false"},
+                .unset_env = {"LD_LIBRARY_PATH"},
+                .stderr_path = (dir_ / "p.err").string()});
+  EXPECT_TRUE(NextEvent(*kubelet_, "register", absl::Seconds(1)).is_null());
+  EXPECT_FALSE(p.Wait(absl::ZeroDuration()).has_value());  // still running
+  EXPECT_THAT(p.Stderr(), HasSubstr("retrying in 30s"));
+  p.Signal(SIGTERM);
+  EXPECT_EQ(p.Wait(absl::Seconds(1)), 0);
+}
+
+TEST_F(E2ETest, DriverInstalledLaterIsPickedUp) {
+  StartKubelet();
+  fs::path driver = dir_ / "driver";
+  fs::create_directories(driver / "usr/lib64");
+  StartPlugin({"--driver-root", driver.string(), "--fail-on-init-error=false",
+               "--nvml-retry-interval=1"});
+  EXPECT_TRUE(NextEvent(*kubelet_, "register", absl::Milliseconds(300)).is_null());
+  // The driver arrives: NVML becomes loadable under the driver root.
+  fs::create_symlink(GDP_FAKE_NVML_LIB, driver / "usr/lib64/libnvidia-ml.so.1");
+  json devices = Registered();
+  EXPECT_EQ(devices["devices"].size(), 8u) << plugin_->Stderr();
+}
+
+TEST_F(E2ETest, BadMachineFileFailsInitClearly) {
+  fs::path bad = dir_ / "bad.yaml";
+  std::ofstream(bad) << "gpus:\n  - name: [unclosed\n";
+  Subprocess p({.argv = {GDP_PLUGIN_BIN, "--kubelet-socket", KubeletSocket()},
+                .env = {{"LD_LIBRARY_PATH", GDP_FAKE_NVML_LIBDIR},
+                        {"FAKE_NVML_MACHINE", bad.string()}},
+                .stderr_path = (dir_ / "p.err").string()});
+  EXPECT_EQ(p.Wait(kTimeout), 1);
+  EXPECT_THAT(p.Stderr(), HasSubstr("nvmlInit_v2"));
+  EXPECT_THAT(p.Stderr(), HasSubstr(bad.string()));  // the fake names the file
+}
+
+TEST_F(E2ETest, DiscoverPrintsWhatNvmlReports) {
+  Subprocess p({.argv = {GDP_PLUGIN_BIN, "--sysfs-root",
+                         (dir_ / "root" / "sys").string(), "discover"},
+                .env = {{"LD_LIBRARY_PATH", GDP_FAKE_NVML_LIBDIR},
+                        {"FAKE_NVML_MACHINE", Machine("pcie-t4")}},
+                .stderr_path = (dir_ / "p.err").string()});
+  std::string out;
+  while (auto line = p.ReadLine(kTimeout)) out += *line;
+  ASSERT_EQ(p.Wait(kTimeout), 0) << p.Stderr();
+  json j = json::parse(out);
+  ASSERT_EQ(j["gpus"].size(), 2u);
+  EXPECT_EQ(j["gpus"][0]["name"], "Tesla T4");
+  EXPECT_EQ(j["gpus"][0]["compute_capability"], "7.5");
+  EXPECT_FALSE(j["gpus"][0]["mig_capable"]);
+  // The rootfs was made for dgx-a100, so the T4's bus ids have no NUMA file.
+  EXPECT_EQ(j["gpus"][0]["numa_node"], -1);
+}
+
+}  // namespace
+}  // namespace gdp
