@@ -1,0 +1,244 @@
+// Measures, in one run: (a) Allocate round trip through the plugin's socket
+// against a bare gRPC echo served the same way, (b) the idle daemon's memory,
+// (c) start to registered, (d) new kubelet.sock to re-registered.
+// Usage: plugin_bench --plugin BIN --fake-lib DIR --machine FILE
+//        --rootfs-tool BIN [--calls N] [--runs N]
+//        plugin_bench --serve-echo SOCKET   (internal: the echo server)
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "bench/bench_kubelet.h"
+#include "testing/subprocess.h"
+#include "v1beta1/api.grpc.pb.h"
+
+namespace gdp::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Subprocess;
+
+// The echo floor: the same service and messages, answering Allocate by
+// echoing the IDs back as NVIDIA_VISIBLE_DEVICES, on the same callback API.
+class EchoService final : public v1beta1::DevicePlugin::CallbackService {
+  grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* ctx,
+                                     const v1beta1::AllocateRequest* req,
+                                     v1beta1::AllocateResponse* resp) override {
+    for (const auto& c : req->container_requests()) {
+      (*resp->add_container_responses()
+            ->mutable_envs())["NVIDIA_VISIBLE_DEVICES"] =
+          absl::StrJoin(c.devices_ids(), ",");
+    }
+    auto* r = ctx->DefaultReactor();
+    r->Finish(grpc::Status::OK);
+    return r;
+  }
+};
+
+int ServeEcho(const std::string& socket) {
+  EchoService service;
+  grpc::ServerBuilder b;
+  b.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
+  b.RegisterService(&service);
+  auto server = b.BuildAndStart();
+  pause();  // until killed
+  return 0;
+}
+
+struct Percentiles {
+  double p50_us, p99_us;
+};
+
+Percentiles Summarize(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], us[us.size() * 99 / 100]};
+}
+
+// Allocate round trips on `stub`, microseconds each.
+void TimeAllocates(v1beta1::DevicePlugin::Stub& stub,
+                   const v1beta1::AllocateRequest& req, int n,
+                   std::vector<double>* out) {
+  for (int i = 0; i < n; ++i) {
+    grpc::ClientContext ctx;
+    v1beta1::AllocateResponse resp;
+    absl::Time t0 = absl::Now();
+    grpc::Status s = stub.Allocate(&ctx, req, &resp);
+    double us = absl::ToDoubleMicroseconds(absl::Now() - t0);
+    if (!s.ok()) {
+      std::cerr << "Allocate failed: " << s.error_message() << "\n";
+      std::exit(1);
+    }
+    out->push_back(us);
+  }
+}
+
+std::unique_ptr<v1beta1::DevicePlugin::Stub> Stub(const std::string& socket) {
+  return v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
+      "unix:" + socket, grpc::InsecureChannelCredentials()));
+}
+
+void WaitForSocket(const std::string& path) {
+  for (int i = 0; i < 1000 && !fs::is_socket(path); ++i) usleep(1000);
+}
+
+// kB values from /proc/PID/smaps_rollup.
+std::map<std::string, long> Smaps(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/smaps_rollup");
+  std::map<std::string, long> out;
+  std::string key;
+  long kb;
+  std::string unit;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    if (ls >> key >> kb >> unit && unit == "kB") out[key] = kb;
+  }
+  return out;
+}
+
+int Run(const std::string& plugin, const std::string& fake_lib,
+        const std::string& machine, const std::string& rootfs_tool, int calls,
+        int runs) {
+  fs::path dir = fs::path("/tmp") / ("gdp-bench-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "kp");
+  Subprocess tool({.argv = {rootfs_tool, "rootfs", "--machine", machine,
+                            "--out", (dir / "root").string()}});
+  if (tool.Wait(absl::Seconds(10)) != 0) return 1;
+  auto spawn = [&] {
+    return std::make_unique<Subprocess>(testing::SpawnOptions{
+        .argv = {plugin, "--kubelet-socket", (dir / "kp/kubelet.sock").string(),
+                 "--sysfs-root", (dir / "root/sys").string(), "--dev-root",
+                 (dir / "root").string()},
+        .env = {{"LD_LIBRARY_PATH", fake_lib}, {"FAKE_NVML_MACHINE", machine}},
+        .stderr_path = (dir / "plugin.err").string()});
+  };
+
+  // (c) start to registered.
+  std::vector<double> start_ms;
+  for (int i = 0; i < runs; ++i) {
+    BenchKubelet kubelet(dir / "kp");
+    absl::Time t0 = absl::Now();
+    auto p = spawn();
+    absl::Time t = kubelet.WaitForRegistrations(1, absl::Seconds(10));
+    if (t == absl::InfinitePast()) {
+      std::cerr << "plugin did not register:\n" << p->Stderr();
+      return 1;
+    }
+    start_ms.push_back(absl::ToDoubleMilliseconds(t - t0));
+    p->Signal(SIGTERM);
+    p->Wait(absl::Seconds(5));
+  }
+
+  // One long-lived daemon for (d), (b) and (a).
+  auto kubelet = std::make_unique<BenchKubelet>(dir / "kp");
+  auto daemon = spawn();
+  kubelet->WaitForRegistrations(1, absl::Seconds(10));
+
+  // (d) new kubelet.sock to re-registered.
+  std::vector<double> rereg_ms;
+  for (int i = 0; i < runs; ++i) {
+    kubelet.reset();
+    kubelet = std::make_unique<BenchKubelet>(dir / "kp");
+    absl::Time t = kubelet->WaitForRegistrations(1, absl::Seconds(10));
+    if (t == absl::InfinitePast()) {
+      std::cerr << "plugin did not re-register:\n" << daemon->Stderr();
+      return 1;
+    }
+    rereg_ms.push_back(absl::ToDoubleMilliseconds(t - kubelet->started()));
+  }
+
+  // (b) idle memory, after a quiet second.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  std::map<std::string, long> mem = Smaps(daemon->pid());
+
+  // (a) Allocate against the echo floor, interleaved in blocks.
+  std::string plugin_socket = (dir / "kp/nvidia-gpu.sock").string();
+  WaitForSocket(plugin_socket);
+  std::string echo_socket = (dir / "echo.sock").string();
+  Subprocess echo({.argv = {fs::read_symlink("/proc/self/exe").string(),
+                            "--serve-echo", echo_socket}});
+  WaitForSocket(echo_socket);
+  auto plugin_stub = Stub(plugin_socket);
+  auto echo_stub = Stub(echo_socket);
+  v1beta1::ListAndWatchResponse devices;
+  {
+    grpc::ClientContext ctx;
+    auto stream = plugin_stub->ListAndWatch(&ctx, {});
+    stream->Read(&devices);
+    ctx.TryCancel();
+  }
+  v1beta1::AllocateRequest req;
+  auto* c = req.add_container_requests();
+  c->add_devices_ids(devices.devices(0).id());
+  c->add_devices_ids(devices.devices(1).id());
+  std::vector<double> ours, floor;
+  TimeAllocates(*plugin_stub, req, 500, &ours);  // warm up both
+  TimeAllocates(*echo_stub, req, 500, &floor);
+  ours.clear();
+  floor.clear();
+  const int block = 500;
+  for (int done = 0; done < calls; done += block) {
+    TimeAllocates(*plugin_stub, req, block, &ours);
+    TimeAllocates(*echo_stub, req, block, &floor);
+  }
+  Percentiles a = Summarize(ours), e = Summarize(floor);
+  Percentiles st = Summarize(start_ms), rr = Summarize(rereg_ms);
+
+  std::cout << absl::StrFormat(
+      "| measure | value | target |\n|---|---|---|\n"
+      "| Allocate round trip p50 / p99 (2 GPUs, %d calls) | %.1f / %.1f us | "
+      "|\n"
+      "| bare gRPC echo p50 / p99 (same socket kind, same run) | %.1f / %.1f "
+      "us | |\n"
+      "| Allocate p99 / echo p99 | %.2fx | <= 1.2x |\n"
+      "| idle daemon RSS | %.1f MiB | |\n"
+      "| idle daemon private dirty (Private_Dirty) | %.2f MiB | <= 4 MiB |\n"
+      "| start to registered, p50 / max of %d | %.1f / %.1f ms | <= 100 ms |\n"
+      "| new kubelet.sock to re-registered, p50 / max of %d | %.1f / %.1f ms | "
+      "<= 100 ms |\n",
+      calls, a.p50_us, a.p99_us, e.p50_us, e.p99_us, a.p99_us / e.p99_us,
+      mem["Rss:"] / 1024.0, mem["Private_Dirty:"] / 1024.0, runs, st.p50_us,
+      *std::max_element(start_ms.begin(), start_ms.end()), runs, rr.p50_us,
+      *std::max_element(rereg_ms.begin(), rereg_ms.end()));
+  echo.Signal(SIGKILL);
+  daemon->Signal(SIGTERM);
+  daemon->Wait(absl::Seconds(5));
+  kubelet.reset();
+  fs::remove_all(dir);
+  return 0;
+}
+
+}  // namespace
+}  // namespace gdp::bench
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpu-device-plugin benchmarks"};
+  std::string echo, plugin, fake_lib, machine, rootfs_tool;
+  int calls = 20000, runs = 10;
+  app.add_option("--serve-echo", echo, "internal: serve the echo floor here");
+  app.add_option("--plugin", plugin, "gpu-device-plugin binary");
+  app.add_option("--fake-lib", fake_lib,
+                 "directory of the fake libnvidia-ml.so.1");
+  app.add_option("--machine", machine, "fake NVML machine file");
+  app.add_option("--rootfs-tool", rootfs_tool, "the fake-nvml tool");
+  app.add_option("--calls", calls, "Allocate calls per server");
+  app.add_option("--runs", runs, "start and re-registration runs");
+  CLI11_PARSE(app, argc, argv);
+  if (!echo.empty()) return gdp::bench::ServeEcho(echo);
+  if (plugin.empty() || fake_lib.empty() || machine.empty() ||
+      rootfs_tool.empty()) {
+    std::cerr << app.help();
+    return 64;
+  }
+  return gdp::bench::Run(plugin, fake_lib, machine, rootfs_tool, calls, runs);
+}
