@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The demo: builds the project, then runs gpu-device-plugin on the fake NVML
+# (an 8 x A100 DGX) against the kubelet emulator, which registers it, shows
+# its devices as the kubelet sees them, and allocates 2 GPUs for a pod.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/deps.sh
+echo "== building (log in build/demo-build.log)"
+mkdir -p build
+if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+       cmake --build build -j"$(nproc)" --target gpu-device-plugin dpctl fake-nvml fake_nvml
+     } >build/demo-build.log 2>&1; then
+  cat build/demo-build.log
+  exit 1
+fi
+
+demo=$(mktemp -d /tmp/gdp-demo.XXXXXX)
+plugin_pid=""
+cleanup() {
+  [ -n "$plugin_pid" ] && kill "$plugin_pid" 2>/dev/null && wait "$plugin_pid" 2>/dev/null
+  rm -rf "$demo"
+}
+trap cleanup EXIT
+machine=fake_nvml/machines/dgx-a100.yaml
+build/fake_nvml/fake-nvml rootfs --machine "$machine" --out "$demo/root"
+mkdir -p "$demo/kp"
+
+echo "== gpu-device-plugin on the fake $(basename "$machine" .yaml)"
+LD_LIBRARY_PATH=build/fake_nvml/lib FAKE_NVML_MACHINE="$machine" \
+  build/src/gpu-device-plugin --kubelet-socket "$demo/kp/kubelet.sock" \
+  --sysfs-root "$demo/root/sys" --dev-root "$demo/root" --pass-device-specs \
+  2>"$demo/plugin.log" &
+plugin_pid=$!
+
+echo "== dpctl kubelet: registration, the devices as the kubelet sees them, one pod asking for 2 GPUs"
+build/dpctl/dpctl kubelet --dir "$demo/kp" \
+  --allocate nvidia.com/gpu=2:demo-pod --exit-after-allocate
+
+echo
+echo "== dpctl list: the plugin's socket, queried directly"
+build/dpctl/dpctl list --socket "$demo/kp/nvidia-gpu.sock"
+
+echo
+echo "== the plugin's log"
+cat "$demo/plugin.log"

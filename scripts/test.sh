@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds everything twice and runs every test in both builds:
+#   build/      GCC, RelWithDebInfo
+#   build-asan/ clang with AddressSanitizer, UndefinedBehaviorSanitizer and
+#               -Wthread-safety (checks the ABSL_GUARDED_BY annotations)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/deps.sh
+jobs=$(nproc)
+
+echo "== GCC build"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs" --timeout 120)
+
+echo "== clang + ASan/UBSan build"
+CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja \
+  -DCMAKE_BUILD_TYPE=Debug -DGDP_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+(cd build-asan &&
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --output-on-failure -j"$jobs" --timeout 240)
