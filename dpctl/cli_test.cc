@@ -1,12 +1,7 @@
 // Runs the dpctl binary: argument handling, exit codes, signals and the
 // line-per-event output read through a pipe.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <string>
@@ -15,8 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
 #include "test_support.h"
-
-extern char** environ;
+#include "testing/subprocess.h"
 
 namespace gdp::dpctl {
 namespace {
@@ -25,70 +19,19 @@ using ::gdp::dpctl::testing::FakePlugin;
 using ::gdp::dpctl::testing::MakeDevice;
 using ::gdp::dpctl::testing::TempDir;
 
-// The dpctl binary with pipes on its stdin, stdout and stderr.
+// The dpctl binary with stdin and stdout piped, stderr kept in a file.
 class Process {
  public:
-  explicit Process(std::vector<std::string> args) {
-    int in[2], out[2], err[2];
-    EXPECT_EQ(pipe2(in, O_CLOEXEC), 0);
-    EXPECT_EQ(pipe2(out, O_CLOEXEC), 0);
-    EXPECT_EQ(pipe2(err, O_CLOEXEC), 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-    args.insert(args.begin(), DPCTL_BINARY);
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    EXPECT_EQ(posix_spawn(&pid_, DPCTL_BINARY, &actions, nullptr, argv.data(),
-                          environ),
-              0);
-    posix_spawn_file_actions_destroy(&actions);
-    close(in[0]);
-    close(out[1]);
-    close(err[1]);
-    in_ = in[1];
-    out_ = out[0];
-    err_ = err[0];
-  }
-  ~Process() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      Wait();
-    }
-    for (int fd : {in_, out_, err_}) close(fd);
-  }
+  explicit Process(std::vector<std::string> args)
+      : p_({.argv = WithBinary(std::move(args)),
+            .stderr_path = stderr_dir_.File("stderr"),
+            .pipe_stdin = true}) {}
 
-  void Write(const std::string& data) {
-    EXPECT_EQ(write(in_, data.data(), data.size()),
-              static_cast<ssize_t>(data.size()));
-  }
-  void CloseStdin() {
-    close(in_);
-    in_ = -1;
-  }
-  // The next stdout line, without its newline; "" at end of output or
-  // after `timeout`.
+  void Write(const std::string& data) { p_.Write(data); }
+  void CloseStdin() { p_.CloseStdin(); }
+  // The next stdout line; "" at end of output or after `timeout`.
   std::string ReadLine(absl::Duration timeout = absl::Seconds(5)) {
-    const absl::Time deadline = absl::Now() + timeout;
-    for (;;) {
-      size_t newline = stdout_.find('\n');
-      if (newline != std::string::npos) {
-        std::string line = stdout_.substr(0, newline);
-        stdout_.erase(0, newline + 1);
-        return line;
-      }
-      pollfd p = {out_, POLLIN, 0};
-      int ms =
-          static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now()));
-      if (ms <= 0 || poll(&p, 1, ms) <= 0) return "";
-      char buffer[4096];
-      ssize_t n = read(out_, buffer, sizeof(buffer));
-      if (n <= 0) return "";
-      stdout_.append(buffer, static_cast<size_t>(n));
-    }
+    return p_.ReadLine(timeout).value_or("");
   }
   // Reads lines until one contains `text`; returns it, or "" if none did.
   std::string ReadUntil(const std::string& text) {
@@ -97,32 +40,20 @@ class Process {
     }
     return "";
   }
-  void Signal(int signal) { kill(pid_, signal); }
-  // Waits for the exit and returns the exit code (128 + signal if killed).
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  // Everything left on stdout and stderr, after the exit.
-  std::string RestOfStdout() { return stdout_ + Drain(out_); }
-  std::string Stderr() { return Drain(err_); }
+  void Signal(int signal) { p_.Signal(signal); }
+  // The exit code (128 + signal if killed).
+  int Wait() { return p_.Wait(absl::Seconds(30)).value_or(-1); }
+  std::string RestOfStdout() { return p_.ReadAll(absl::Seconds(5)); }
+  std::string Stderr() { return p_.Stderr(); }
 
  private:
-  static std::string Drain(int fd) {
-    std::string all;
-    char buffer[4096];
-    ssize_t n;
-    while ((n = read(fd, buffer, sizeof(buffer))) > 0) {
-      all.append(buffer, static_cast<size_t>(n));
-    }
-    return all;
+  static std::vector<std::string> WithBinary(std::vector<std::string> args) {
+    args.insert(args.begin(), DPCTL_BINARY);
+    return args;
   }
 
-  pid_t pid_ = -1;
-  int in_ = -1, out_ = -1, err_ = -1;
-  std::string stdout_;
+  TempDir stderr_dir_;  // before p_: the file must exist while it runs
+  ::gdp::testing::Subprocess p_;
 };
 
 TEST(CliTest, VersionAndHelp) {

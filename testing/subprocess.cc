@@ -92,9 +92,22 @@ std::optional<std::string> Subprocess::ReadLine(absl::Duration timeout) {
   }
 }
 
-void Subprocess::WriteLine(const std::string& line) {
-  std::string data = line + "\n";
+std::string Subprocess::ReadAll(absl::Duration timeout) {
+  absl::Time deadline = absl::Now() + timeout;
+  std::string all;
+  while (auto line = ReadLine(deadline - absl::Now())) all += *line + "\n";
+  all += buffer_;  // a last line without '\n'
+  buffer_.clear();
+  return all;
+}
+
+void Subprocess::Write(const std::string& data) {
   (void)!write(stdin_fd_, data.data(), data.size());
+}
+
+void Subprocess::CloseStdin() {
+  if (stdin_fd_ >= 0) close(stdin_fd_);
+  stdin_fd_ = -1;
 }
 
 void Subprocess::Signal(int sig) {

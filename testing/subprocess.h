@@ -39,8 +39,14 @@ class Subprocess {
   // The next stdout line (without '\n'), or nullopt at EOF or deadline.
   std::optional<std::string> ReadLine(absl::Duration timeout);
 
-  // Writes `line` and '\n' to the child's stdin. REQUIRES: pipe_stdin.
-  void WriteLine(const std::string& line);
+  // Everything on stdout until EOF (or the deadline), unread lines included.
+  std::string ReadAll(absl::Duration timeout);
+
+  // Writes to the child's stdin. REQUIRES: pipe_stdin, stdin not closed.
+  void Write(const std::string& data);
+  void WriteLine(const std::string& line) { Write(line + "\n"); }
+  // Closes the child's stdin (it sees EOF).
+  void CloseStdin();
 
   void Signal(int sig);
 
