@@ -274,7 +274,8 @@ TEST_F(E2ETest, DriverInstalledLaterIsPickedUp) {
   fs::create_directories(driver / "usr/lib64");
   StartPlugin({"--driver-root", driver.string(), "--fail-on-init-error=false",
                "--nvml-retry-interval=1"});
-  EXPECT_TRUE(NextEvent(*kubelet_, "register", absl::Milliseconds(300)).is_null());
+  EXPECT_TRUE(
+      NextEvent(*kubelet_, "register", absl::Milliseconds(300)).is_null());
   // The driver arrives: NVML becomes loadable under the driver root.
   fs::create_symlink(GDP_FAKE_NVML_LIB, driver / "usr/lib64/libnvidia-ml.so.1");
   json devices = Registered();
