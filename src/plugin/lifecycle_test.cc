@@ -191,6 +191,19 @@ TEST_F(LifecycleTest, StopReturnsPromptlyAndRemovesSocket) {
   EXPECT_FALSE(OurSocketExists());
 }
 
+TEST_F(LifecycleTest, DirectoryRemovedIsRecreatedAndWatchedAgain) {
+  auto kubelet = std::make_unique<TestKubelet>(dir_);
+  StartRunning();
+  ASSERT_TRUE(Eventually([&] { return lifecycle_->registrations() == 1; }));
+  kubelet.reset();
+  fs::remove_all(dir_);
+  // The plugin recreates the directory and serves there again...
+  ASSERT_TRUE(Eventually([&] { return OurSocketExists(); }));
+  // ...and notices the next kubelet.
+  kubelet = std::make_unique<TestKubelet>(dir_);
+  EXPECT_TRUE(Eventually([&] { return lifecycle_->registrations() == 2; }));
+}
+
 TEST_F(LifecycleTest, RestartServesAndRegistersAgain) {
   TestKubelet kubelet(dir_);
   StartRunning();
