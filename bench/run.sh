@@ -12,7 +12,7 @@ table=$(build-bench/bench/plugin_bench --plugin build-bench/src/gpu-device-plugi
 cat > bench/RESULTS.md <<EOT
 # Benchmark results
 
-Produced by \`bench/run.sh $*\` (Release build) on $(nproc) cores,
+Produced by \`bench/run.sh${*:+ $*}\` (Release build) on $(nproc) cores,
 $(awk '/model name/ {sub(/.*: /, ""); print; exit}' /proc/cpuinfo), $(date -u +%Y-%m-%d).
 The plugin runs on the fake NVML's \`dgx-a100\` (8 GPUs) against an
 in-process kubelet that dials back like the real one. Allocate asks for 2 GPUs
