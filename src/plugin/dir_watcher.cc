@@ -82,7 +82,6 @@ DirEvents DirWatcher::Wait(absl::Duration timeout) {
   if (n > 0 && (fds[1].revents & POLLIN)) {
     uint64_t count;
     (void)!read(event_fd_, &count, sizeof count);
-    events.woken = true;
   }
   if (n > 0 && (fds[0].revents & POLLIN)) Drain(&events);
   return events;

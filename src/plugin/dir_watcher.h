@@ -15,7 +15,6 @@ namespace gdp {
 struct DirEvents {
   bool kubelet_socket_created = false;
   bool own_socket_removed = false;
-  bool woken = false;  // Wake() was called
 };
 
 // Wait() is for one thread; Wake() may be called from any thread.
@@ -32,10 +31,11 @@ class DirWatcher {
   DirWatcher& operator=(const DirWatcher&) = delete;
 
   // Blocks until a watched event, Wake(), or `timeout` (absl::InfiniteDuration
-  // for none), then returns everything that happened. Consumes the events.
+  // for none), then returns the watched events that happened (none after a
+  // Wake or timeout). Consumes them.
   DirEvents Wait(absl::Duration timeout);
 
-  // Makes the current or next Wait() return at once with woken set.
+  // Makes the current or next Wait() return at once.
   void Wake();
 
  private:

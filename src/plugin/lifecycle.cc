@@ -1,7 +1,5 @@
 #include "plugin/lifecycle.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <filesystem>
 
@@ -53,9 +51,10 @@ void PluginLifecycle::Restart() {
   watcher_->Wake();
 }
 
-bool PluginLifecycle::KubeletSocketExists() const {
-  struct stat st;
-  return stat(options_.kubelet_socket.c_str(), &st) == 0;
+void PluginLifecycle::ServeAndRegisterAnew(bool drop_server) {
+  if (drop_server) server_.reset();
+  registered_ = false;
+  ResetBackoff();
 }
 
 void PluginLifecycle::ResetBackoff() {
@@ -103,9 +102,8 @@ void PluginLifecycle::TryRegister() {
 
 void PluginLifecycle::Step(absl::Duration max_wait) {
   if (stopping_.load()) return;
-  bool due = absl::Now() >= next_attempt_;
-  if (server_ == nullptr && due) StartServer();
-  bool kubelet_there = KubeletSocketExists();
+  if (server_ == nullptr && absl::Now() >= next_attempt_) StartServer();
+  bool kubelet_there = GetFileId(options_.kubelet_socket).has_value();
   if (server_ != nullptr && !registered_ && kubelet_there &&
       absl::Now() >= next_attempt_) {
     TryRegister();
@@ -114,21 +112,15 @@ void PluginLifecycle::Step(absl::Duration max_wait) {
 
   // Sleep until something happens; wake for a retry only if one is pending.
   absl::Duration timeout = absl::InfiniteDuration();
-  bool retry_pending =
-      server_ == nullptr || (!registered_ && KubeletSocketExists());
-  if (retry_pending) timeout = next_attempt_ - absl::Now();
+  if (server_ == nullptr || (!registered_ && kubelet_there)) {
+    timeout = next_attempt_ - absl::Now();
+  }
   DirEvents ev = watcher_->Wait(std::min(timeout, max_wait));
 
-  if (restart_requested_.exchange(false)) {
-    server_.reset();
-    registered_ = false;
-    ResetBackoff();
-  }
+  if (restart_requested_.exchange(false)) ServeAndRegisterAnew(true);
   if (ev.own_socket_removed && server_ != nullptr && !server_->SocketIntact()) {
     LOG_WARN("{} was removed (kubelet restart?); serving again", socket_path_);
-    server_.reset();
-    registered_ = false;
-    ResetBackoff();
+    ServeAndRegisterAnew(true);
   }
   if (ev.kubelet_socket_created && registered_ &&
       GetFileId(options_.kubelet_socket) == registered_kubelet_) {
@@ -137,9 +129,7 @@ void PluginLifecycle::Step(absl::Duration max_wait) {
   } else if (ev.kubelet_socket_created) {
     LOG_INFO("{} was created (kubelet started); registering again",
              options_.kubelet_socket);
-    if (server_ != nullptr && !server_->SocketIntact()) server_.reset();
-    registered_ = false;
-    ResetBackoff();
+    ServeAndRegisterAnew(server_ != nullptr && !server_->SocketIntact());
   }
 }
 

@@ -70,7 +70,9 @@ class PluginLifecycle {
   void TryRegister();
   void Retry(const char* what);  // schedules the next attempt with backoff
   void ResetBackoff();
-  bool KubeletSocketExists() const;
+  // Marks us unregistered (and drops the server if asked) so the next Step
+  // serves and registers at once.
+  void ServeAndRegisterAnew(bool drop_server);
 
   const LifecycleOptions options_;
   const std::string socket_path_;

@@ -28,8 +28,6 @@ class PluginServer {
   // Whether the socket file still exists and is the one this server bound.
   bool SocketIntact() const;
 
-  const std::string& socket_path() const { return path_; }
-
  private:
   PluginServer(std::string path, std::unique_ptr<grpc::Service> service,
                std::unique_ptr<grpc::Server> server, std::optional<FileId> id);

@@ -107,6 +107,12 @@ grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx,
   return reactor;
 }
 
+// The error of container request `i`, as the kubelet will show it.
+grpc::Status ForContainer(int i, const absl::Status& s) {
+  return ToGrpc(absl::Status(
+      s.code(), absl::StrCat("container request ", i, ": ", s.message())));
+}
+
 std::vector<std::string> Ids(
     const google::protobuf::RepeatedPtrField<std::string>& ids) {
   return std::vector<std::string>(ids.begin(), ids.end());
@@ -146,10 +152,7 @@ grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
     if (!chosen.ok()) {
       LOG_WARN("GetPreferredAllocation refused (container request {}): {}", i,
                chosen.status().message());
-      return Done(
-          ctx, ToGrpc(absl::Status(chosen.status().code(),
-                                   absl::StrCat("container request ", i, ": ",
-                                                chosen.status().message()))));
+      return Done(ctx, ForContainer(i, chosen.status()));
     }
     auto* out = resp->add_container_responses();
     for (std::string& id : *chosen) out->add_deviceids(std::move(id));
@@ -175,10 +178,7 @@ grpc::ServerUnaryReactor* DevicePluginService::Allocate(
       LOG_WARN("Allocate refused (container request {}, devices [{}]): {}", i,
                absl::StrJoin(ids, ","), alloc.status().message());
       resp->Clear();
-      return Done(
-          ctx, ToGrpc(absl::Status(alloc.status().code(),
-                                   absl::StrCat("container request ", i, ": ",
-                                                alloc.status().message()))));
+      return Done(ctx, ForContainer(i, alloc.status()));
     }
     VLOG(1, "Allocate: container request {}: devices [{}]", i,
          absl::StrJoin(ids, ","));
