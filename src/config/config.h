@@ -5,6 +5,7 @@
 #define GDP_CONFIG_CONFIG_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -14,6 +15,61 @@ namespace gdp {
 
 inline constexpr char kResourceName[] = "nvidia.com/gpu";
 inline constexpr char kSocketName[] = "nvidia-gpu.sock";
+inline constexpr char kResourcePrefix[] = "nvidia.com/";
+
+// NVIDIA's --mig-strategy.
+enum class MigStrategy { kNone, kSingle, kMixed };
+
+// NVIDIA's --device-list-strategy: how Allocate names the devices.
+enum class DeviceListStrategy {
+  kEnvvar,        // NVIDIA_VISIBLE_DEVICES=<ids>
+  kVolumeMounts,  // /dev/null mounted at /var/run/nvidia-container-devices/<id>
+  kCdiAnnotations,  // annotation <prefix>nvidia-device-plugin_<n> = CDI names
+  kCdiCri,          // AllocateResponse.cdi_devices
+};
+
+// NVIDIA's --shared-devices-allocation-policy for replicas.
+enum class SharedAllocationPolicy { kDistributed, kPacked };
+
+enum class SharingStrategy { kNone, kTimeSlicing, kMps };
+
+// sharing.<strategy>.resources[].devices: which devices of the resource are
+// shared. `all`, the first `count` (in index order), or a list of GPU
+// indices, MIG "i:j" indices and GPU/MIG UUIDs.
+struct SharedDevices {
+  enum class Kind { kAll, kCount, kList };
+  Kind kind = Kind::kAll;
+  int count = 0;
+  std::vector<std::string> list;
+  bool operator==(const SharedDevices&) const = default;
+};
+
+// One entry of sharing.<strategy>.resources. Names are full resource names
+// ("nvidia.com/gpu"); a name given without a domain gets "nvidia.com/".
+struct SharedResource {
+  std::string name;
+  std::string rename;  // empty: keep `name` (or <name>.shared by default)
+  SharedDevices devices;
+  int replicas = 0;  // >= 2
+  bool operator==(const SharedResource&) const = default;
+};
+
+struct Sharing {
+  SharingStrategy strategy = SharingStrategy::kNone;  // which section was set
+  bool rename_by_default = false;
+  bool fail_requests_greater_than_one = false;
+  std::vector<SharedResource> resources;
+  bool operator==(const Sharing&) const = default;
+};
+
+// One entry of resources.gpus or resources.mig: devices whose product name
+// (GPU) or profile (MIG, e.g. "1g.10gb") matches the glob `pattern` ('*'
+// wildcard) are advertised as `name` (full, e.g. "nvidia.com/a100").
+struct ResourcePattern {
+  std::string pattern;
+  std::string name;
+  bool operator==(const ResourcePattern&) const = default;
+};
 
 struct Config {
   std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
@@ -26,6 +82,31 @@ struct Config {
   int verbosity = 0;
   // Between NVML load/init attempts when fail_on_init_error is false.
   absl::Duration nvml_retry_interval = absl::Seconds(30);
+
+  // --config-file / CONFIG_FILE: NVIDIA's v1 config; empty: none. Reloaded
+  // on SIGHUP and when it changes.
+  std::string config_file;
+  MigStrategy mig_strategy = MigStrategy::kNone;
+  std::vector<DeviceListStrategy> device_list_strategies = {
+      DeviceListStrategy::kEnvvar};
+  std::string cdi_annotation_prefix = "cdi.k8s.io/";
+  // Where the host's driver root is mounted inside the plugin's container;
+  // driver files for the CDI spec are looked up there when it exists, else
+  // under driver_root. Host paths in the spec use driver_root.
+  std::string container_driver_root = "/driver-root";
+  // Host directory of the MPS control daemon's pipes and shm; needed for
+  // sharing.mps.
+  std::string mps_root;
+  SharedAllocationPolicy shared_allocation_policy =
+      SharedAllocationPolicy::kDistributed;
+  std::vector<ResourcePattern> gpu_resources;  // resources.gpus
+  std::vector<ResourcePattern> mig_resources;  // resources.mig
+  Sharing sharing;
+  // Where the CDI spec is written (only with a cdi-* device list strategy).
+  std::string cdi_spec_dir = "/var/run/cdi";
+  // Where /proc is: MIG capability minors are read from
+  // <proc_root>/driver/nvidia-caps/mig-minors.
+  std::string proc_root = "/proc";
 
   const std::string& DevRoot() const {
     return dev_root.empty() ? driver_root : dev_root;

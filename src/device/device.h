@@ -15,14 +15,31 @@ namespace gdp {
 
 enum class Health { kHealthy, kUnhealthy };
 
-// One schedulable unit. Health can go back to healthy.
+// One schedulable unit: a GPU, a MIG device, or one replica of either.
+// Health can go back to healthy.
 struct Device {
-  std::string id;          // as advertised; at most 63 characters
-  std::string visible_id;  // what NVIDIA_VISIBLE_DEVICES names for it
-  std::vector<std::string> device_nodes;  // e.g. "/dev/nvidia3"
-  int numa_node = -1;                     // -1: unknown, no topology sent
+  std::string id;  // as advertised ("GPU-..", "3", "MIG-..", "0:1", "<x>::4")
+  // The physical unit's ID (replica suffix stripped): what
+  // NVIDIA_VISIBLE_DEVICES names, and the device's name in our CDI spec.
+  // Replicas of one unit share it.
+  std::string visible_id;
+  // Container paths of the unit's own nodes: "/dev/nvidia3", and for a MIG
+  // device also "/dev/nvidia-caps/nvidia-capN" of its GPU and compute
+  // instance.
+  std::vector<std::string> device_nodes;
+  int numa_node = -1;  // -1: unknown, no topology sent
   Health health = Health::kHealthy;
   std::string unhealthy_reason;  // empty while healthy
+
+  unsigned gpu_index = 0;     // the physical GPU (a MIG device's parent)
+  std::string gpu_uuid;       // the physical GPU's UUID
+  int mig_gi = -1;            // GPU instance ID; -1: a whole GPU
+  int mig_ci = -1;            // compute instance ID; -1: a whole GPU
+  int replica = -1;           // k of "<visible_id>::<k>"; -1: not replicated
+  uint64_t memory_bytes = 0;  // of the unit (GPU or MIG device)
+
+  // Same definition (everything but health).
+  bool SameDefinition(const Device& o) const;
 };
 
 // An immutable device list with an index by ID. Shared by pointer so that
@@ -41,6 +58,7 @@ struct DeviceList {
 enum class DeviceIdStrategy { kUuid, kIndex };
 
 // One device per GPU: ID = UUID or index, node /dev/nvidia<minor>.
+// (MIG devices and replicas are made by resources/.)
 std::vector<Device> GpuDevices(const NodeGpus& node, DeviceIdStrategy ids);
 
 }  // namespace gdp

@@ -12,6 +12,20 @@ namespace gdp {
 
 class Nvml;
 
+// One MIG device: a compute instance inside a GPU instance.
+struct MigInfo {
+  unsigned index = 0;   // j of nvmlDeviceGetMigDeviceHandleByIndex(gpu, j)
+  std::string uuid;     // "MIG-..."
+  std::string profile;  // NVIDIA's name: "1g.10gb", or "1c.2g.20gb" when the
+                        // compute instance is smaller than its GPU instance
+  unsigned gi = 0;      // GPU instance ID
+  unsigned ci = 0;      // compute instance ID
+  uint64_t memory_bytes = 0;
+  unsigned gi_slices = 0, ci_slices = 0;
+  unsigned multiprocessors = 0;
+  unsigned copy_engines = 0, decoders = 0, encoders = 0, jpegs = 0, ofas = 0;
+};
+
 struct GpuInfo {
   unsigned index = 0;  // NVML index
   std::string uuid;    // "GPU-..."
@@ -23,6 +37,7 @@ struct GpuInfo {
   int cc_major = 0, cc_minor = 0;
   bool mig_capable = false;
   bool mig_enabled = false;
+  std::vector<MigInfo> migs;  // when mig_enabled, ordered by index
 };
 
 struct NodeGpus {
