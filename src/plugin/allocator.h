@@ -26,6 +26,7 @@ struct ContainerAllocation {
 struct AllocatorOptions {
   bool pass_device_specs = false;
   std::string dev_root = "/";  // host root of /dev/nvidia*
+  bool operator==(const AllocatorOptions&) const = default;
 };
 
 // Thread-safe: immutable after construction.

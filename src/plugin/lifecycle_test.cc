@@ -9,92 +9,14 @@
 #include <filesystem>
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
 #include "device/device_set.h"
 #include "plugin/service.h"
-#include "v1beta1/api.grpc.pb.h"
+#include "plugin/test_kubelet.h"
 
 namespace gdp {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TestKubelet final : public v1beta1::Registration::Service {
- public:
-  // Wipes the sockets in `dir`, as the kubelet does, then serves.
-  explicit TestKubelet(const fs::path& dir, bool accept = true)
-      : dir_(dir), accept_(accept) {
-    for (const auto& e : fs::directory_iterator(dir)) {
-      if (e.is_socket()) fs::remove(e.path());
-    }
-    grpc::ServerBuilder b;
-    b.AddListeningPort("unix:" + (dir / "kubelet.sock").string(),
-                       grpc::InsecureServerCredentials());
-    b.RegisterService(this);
-    server_ = b.BuildAndStart();
-  }
-  ~TestKubelet() override { server_->Shutdown(); }
-
-  grpc::Status Register(grpc::ServerContext*,
-                        const v1beta1::RegisterRequest* req,
-                        v1beta1::Empty*) override {
-    absl::MutexLock lock(&mu_);
-    attempts_++;
-    last_ = *req;
-    if (!accept_) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "go away");
-    }
-    // Dial back before answering, as the kubelet does.
-    auto stub = v1beta1::DevicePlugin::NewStub(
-        grpc::CreateChannel("unix:" + (dir_ / req->endpoint()).string(),
-                            grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(5));
-    v1beta1::DevicePluginOptions opts;
-    grpc::Status s = stub->GetDevicePluginOptions(&ctx, {}, &opts);
-    if (!s.ok())
-      return grpc::Status(grpc::StatusCode::UNKNOWN, "dial back failed");
-    registered_++;
-    return grpc::Status::OK;
-  }
-
-  int attempts() {
-    absl::MutexLock lock(&mu_);
-    return attempts_;
-  }
-  int registered() {
-    absl::MutexLock lock(&mu_);
-    return registered_;
-  }
-  v1beta1::RegisterRequest last() {
-    absl::MutexLock lock(&mu_);
-    return last_;
-  }
-  void set_accept(bool accept) {
-    absl::MutexLock lock(&mu_);
-    accept_ = accept;
-  }
-
- private:
-  fs::path dir_;
-  std::unique_ptr<grpc::Server> server_;
-  absl::Mutex mu_;
-  bool accept_ ABSL_GUARDED_BY(mu_);
-  int attempts_ ABSL_GUARDED_BY(mu_) = 0;
-  int registered_ ABSL_GUARDED_BY(mu_) = 0;
-  v1beta1::RegisterRequest last_ ABSL_GUARDED_BY(mu_);
-};
-
-// Polls `cond` for up to 5 s.
-template <typename F>
-bool Eventually(F cond) {
-  for (int i = 0; i < 500; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return cond();
-}
 
 class LifecycleTest : public ::testing::Test {
  protected:
