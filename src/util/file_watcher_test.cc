@@ -1,0 +1,81 @@
+#include "util/file_watcher.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace gdp {
+namespace {
+
+namespace fs = std::filesystem;
+
+void Write(const fs::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+}
+
+class FileWatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path("/tmp") / ("gdp-fw-" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(FileWatcherTest, InPlaceWriteAndRename) {
+  Write(dir_ / "config.yaml", "a");
+  auto w = FileWatcher::Create((dir_ / "config.yaml").string());
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ((*w)->Wait(absl::Milliseconds(50)), FileWatcher::Event::kNone);
+
+  Write(dir_ / "config.yaml", "b");
+  EXPECT_EQ((*w)->Wait(absl::Seconds(5)), FileWatcher::Event::kChanged);
+
+  Write(dir_ / "other", "x");  // another file: no change
+  EXPECT_EQ((*w)->Wait(absl::Seconds(5)), FileWatcher::Event::kNone);
+
+  Write(dir_ / ".tmp", "c");
+  fs::rename(dir_ / ".tmp", dir_ / "config.yaml");
+  EXPECT_EQ((*w)->Wait(absl::Seconds(5)), FileWatcher::Event::kChanged);
+
+  Write(dir_ / "config.yaml", "c");  // same content: no change
+  EXPECT_EQ((*w)->Wait(absl::Seconds(5)), FileWatcher::Event::kNone);
+}
+
+TEST_F(FileWatcherTest, ConfigMapSymlinkSwap) {
+  // What the kubelet does for a ConfigMap volume.
+  fs::create_directories(dir_ / "..v1");
+  Write(dir_ / "..v1" / "config.yaml", "one");
+  fs::create_directory_symlink("..v1", dir_ / "..data");
+  fs::create_symlink("..data/config.yaml", dir_ / "config.yaml");
+  auto w = FileWatcher::Create((dir_ / "config.yaml").string());
+  ASSERT_TRUE(w.ok());
+
+  fs::create_directories(dir_ / "..v2");
+  Write(dir_ / "..v2" / "config.yaml", "two");
+  fs::create_directory_symlink("..v2", dir_ / "..data_tmp");
+  fs::rename(dir_ / "..data_tmp", dir_ / "..data");
+  EXPECT_EQ((*w)->Wait(absl::Seconds(5)), FileWatcher::Event::kChanged);
+}
+
+TEST_F(FileWatcherTest, WakeEndsWaitWithAndWithoutPath) {
+  Write(dir_ / "f", "a");
+  for (std::string path : {(dir_ / "f").string(), std::string()}) {
+    auto w = FileWatcher::Create(path);
+    ASSERT_TRUE(w.ok());
+    std::thread t([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      (*w)->Wake();
+    });
+    EXPECT_EQ((*w)->Wait(absl::InfiniteDuration()), FileWatcher::Event::kNone);
+    t.join();
+  }
+}
+
+}  // namespace
+}  // namespace gdp
