@@ -11,6 +11,7 @@
 
 #include "absl/time/clock.h"
 #include "testing/subprocess.h"
+#include "tests/integration/e2e_fixture.h"
 
 namespace gdp {
 namespace {
@@ -21,110 +22,6 @@ using testing::SpawnOptions;
 using ::testing::StartsWith;
 using testing::Subprocess;
 using json = nlohmann::json;
-
-constexpr absl::Duration kTimeout = absl::Seconds(10);
-
-std::string Machine(const std::string& name) {
-  return std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml";
-}
-
-class E2ETest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    static int n = 0;
-    dir_ = fs::path("/tmp") /
-           ("gdp-e2e-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_ / "kp");
-    MakeRoot("dgx-a100");
-  }
-  void TearDown() override {
-    plugin_.reset();
-    kubelet_.reset();
-    fs::remove_all(dir_);
-  }
-
-  void MakeRoot(const std::string& machine) {
-    fs::remove_all(dir_ / "root");
-    Subprocess tool(
-        {.argv = {GDP_FAKE_NVML_TOOL, "rootfs", "--machine", Machine(machine),
-                  "--out", (dir_ / "root").string()}});
-    ASSERT_EQ(tool.Wait(kTimeout), 0);
-  }
-
-  std::string KubeletSocket() {
-    return (dir_ / "kp" / "kubelet.sock").string();
-  }
-  std::string PluginSocket() {
-    return (dir_ / "kp" / "nvidia-gpu.sock").string();
-  }
-
-  void StartKubelet() {
-    kubelet_ = std::make_unique<Subprocess>(
-        SpawnOptions{.argv = {GDP_DPCTL_BIN, "kubelet", "--dir",
-                              (dir_ / "kp").string(), "--json"},
-                     .stderr_path = (dir_ / "kubelet.err").string(),
-                     .pipe_stdin = true});
-    json e = NextEvent(*kubelet_, "listening");
-    ASSERT_FALSE(e.is_null()) << kubelet_->Stderr();
-  }
-
-  void StartPlugin(std::vector<std::string> args = {},
-                   const std::string& machine = "dgx-a100",
-                   std::vector<std::string> unset = {}) {
-    std::vector<std::string> argv = {GDP_PLUGIN_BIN,
-                                     "--kubelet-socket",
-                                     KubeletSocket(),
-                                     "--sysfs-root",
-                                     (dir_ / "root" / "sys").string(),
-                                     "--dev-root",
-                                     (dir_ / "root").string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    plugin_ = std::make_unique<Subprocess>(
-        SpawnOptions{.argv = argv,
-                     .env = {{"LD_LIBRARY_PATH", GDP_FAKE_NVML_LIBDIR},
-                             {"FAKE_NVML_MACHINE", Machine(machine)}},
-                     .unset_env = unset,
-                     .stderr_path = (dir_ / "plugin.err").string()});
-  }
-
-  // Reads JSON events from `p` until one named `event` (null on timeout).
-  json NextEvent(Subprocess& p, const std::string& event,
-                 absl::Duration timeout = kTimeout) {
-    absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      auto line = p.ReadLine(deadline - absl::Now());
-      if (!line.has_value()) break;
-      json e = json::parse(*line, nullptr, /*allow_exceptions=*/false);
-      if (e.is_object() && e.value("event", "") == event) return e;
-    }
-    return json();
-  }
-
-  // Waits for registration and the first full device list.
-  json Registered() {
-    json reg = NextEvent(*kubelet_, "register");
-    EXPECT_TRUE(reg.value("ok", false)) << reg.dump() << plugin_->Stderr();
-    EXPECT_EQ(reg.value("resource", ""), "nvidia.com/gpu");
-    EXPECT_EQ(reg.value("endpoint", ""), "nvidia-gpu.sock");
-    return NextEvent(*kubelet_, "devices");
-  }
-
-  // `dpctl allocate` straight to the plugin socket.
-  std::pair<int, std::string> DpctlAllocate(std::vector<std::string> ids) {
-    std::vector<std::string> argv = {GDP_DPCTL_BIN, "allocate", "--socket",
-                                     PluginSocket(), "--json"};
-    argv.insert(argv.end(), ids.begin(), ids.end());
-    Subprocess p({.argv = argv, .stderr_path = (dir_ / "dpctl.err").string()});
-    std::string out;
-    while (auto line = p.ReadLine(kTimeout)) out += *line + "\n";
-    int code = p.Wait(kTimeout).value_or(-1);
-    return {code, out + p.Stderr()};
-  }
-
-  fs::path dir_;
-  std::unique_ptr<Subprocess> kubelet_, plugin_;
-};
 
 TEST_F(E2ETest, RegistersAndListsEveryGpuWithNuma) {
   StartKubelet();
