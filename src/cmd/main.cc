@@ -168,8 +168,10 @@ int Serve(const Config& cfg) {
     if (OpenAndDiscover(cfg, &stop, &nvml, &node, &exit_code)) {
       LogGpus(*nvml, node);
       DeviceSet devices(GpuDevices(node, cfg.device_id_strategy));
-      Allocator allocator({.pass_device_specs = cfg.pass_device_specs,
-                           .dev_root = cfg.DevRoot()});
+      AllocatorOptions options;
+      options.pass_device_specs = cfg.pass_device_specs;
+      options.dev_root = cfg.DevRoot();
+      Allocator allocator(options);
       auto lifecycle = PluginLifecycle::Create(
           {.kubelet_socket = cfg.kubelet_socket,
            .socket_name = kSocketName,

@@ -8,9 +8,19 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "config/config.h"
 #include "device/device.h"
 
 namespace gdp {
+
+// Where the volume-mounts strategy points NVIDIA_VISIBLE_DEVICES; one
+// /dev/null mount per device sits under it.
+inline constexpr char kVolumeMountsRoot[] = "/var/run/nvidia-container-devices";
+// The CDI kind of our devices, and the plugin name in CDI annotation keys.
+inline constexpr char kCdiKind[] = "k8s.device-plugin.nvidia.com/gpu";
+inline constexpr char kCdiAnnotationPlugin[] = "nvidia-device-plugin";
+// Where the MPS pipe directories appear in a container.
+inline constexpr char kMpsContainerRoot[] = "/mps";
 
 struct DeviceSpecEdit {
   std::string container_path;
@@ -18,14 +28,43 @@ struct DeviceSpecEdit {
   std::string permissions;  // "rw"
 };
 
-struct ContainerAllocation {
-  std::map<std::string, std::string> envs;
-  std::vector<DeviceSpecEdit> device_specs;
+struct MountEdit {
+  std::string container_path;
+  std::string host_path;
+  bool read_only = false;
 };
 
+struct ContainerAllocation {
+  std::map<std::string, std::string> envs;
+  std::vector<MountEdit> mounts;
+  std::vector<DeviceSpecEdit> device_specs;
+  std::map<std::string, std::string> annotations;
+  std::vector<std::string> cdi_devices;  // qualified: "<kind>=<name>"
+};
+
+// What an Allocate answer depends on. Checked by Validate(Config) upstream;
+// see the REQUIRES on Allocator's constructor.
 struct AllocatorOptions {
   bool pass_device_specs = false;
   std::string dev_root = "/";  // host root of /dev/nvidia*
+  // How the devices are named to the container runtime; several at once
+  // as NVIDIA allows (volume-mounts' NVIDIA_VISIBLE_DEVICES wins over
+  // envvar's when both are given).
+  std::vector<DeviceListStrategy> strategies = {DeviceListStrategy::kEnvvar};
+  std::string cdi_annotation_prefix = "cdi.k8s.io/";
+  std::string cdi_kind = kCdiKind;
+  // The resource served, e.g. "nvidia.com/gpu": named in errors and in the
+  // MPS pipe directory (/mps/nvidia.com/gpu/pipe).
+  std::string resource_name = "nvidia.com/gpu";
+  SharingStrategy sharing = SharingStrategy::kNone;
+  // Replicas per physical unit under sharing (the MPS limits divide by it).
+  int replicas = 0;
+  // Refuse a container request for more than one device when any of them
+  // is a replica (sharing.*.failRequestsGreaterThanOne).
+  bool fail_requests_greater_than_one = false;
+  // Host directory of the MPS control daemon: <mps_root>/<resource>/pipe
+  // and <mps_root>/shm. Used only when sharing is kMps.
+  std::string mps_root;
   bool operator==(const AllocatorOptions&) const = default;
 };
 
@@ -34,13 +73,37 @@ class Allocator {
  public:
   // Looks once for the control nodes (/dev/nvidiactl, /dev/nvidia-uvm,
   // /dev/nvidia-uvm-tools, /dev/nvidia-modeset) under options.dev_root;
-  // those present are passed with every allocation.
+  // those present are passed with every allocation that carries device
+  // specs.
+  // REQUIRES: options.strategies is not empty; with sharing kMps,
+  // mps_root is not empty and replicas >= 2 (Validate(Config) ensures it).
   explicit Allocator(AllocatorOptions options);
 
-  // The container edits for one container asking for `ids`.
-  // Result on failure: InvalidArgument for an empty request, an unknown ID
-  // or an ID named twice; FailedPrecondition for an unhealthy device. The
-  // message names the offending ID.
+  // The container edits for one container asking for `ids`. Replicas name
+  // their physical unit (visible_id) once, in request order:
+  //   envvar:          NVIDIA_VISIBLE_DEVICES=<unit>,<unit>..
+  //   volume-mounts:   NVIDIA_VISIBLE_DEVICES=kVolumeMountsRoot and one
+  //                    mount /dev/null -> kVolumeMountsRoot/<unit> per unit
+  //   cdi-annotations: <prefix>nvidia-device-plugin_<random UUID> =
+  //                    "<cdi_kind>=<unit>,.." (a new key for each answer)
+  //   cdi-cri:         cdi_devices "<cdi_kind>=<unit>"..
+  //   pass_device_specs (only with envvar or volume-mounts among the
+  //   strategies): control nodes, then each unit's device_nodes, once
+  //   each; host path dev_root + path, "rw".
+  //   MPS (any strategy): CUDA_MPS_PIPE_DIRECTORY=/mps/<resource>/pipe,
+  //   mounts <mps_root>/<resource>/pipe -> /mps/<resource>/pipe and
+  //   <mps_root>/shm -> /dev/shm; when the request holds replicas, a
+  //   replica's share: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100/replicas and
+  //   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="<ordinal>=<memory/replicas in
+  //   MiB>M,.." where ordinal is the unit's position, by GPU index, among
+  //   the container's replicated units (as CUDA numbers them in the
+  //   container); units of unknown memory are left out.
+  // With only cdi-* strategies there is no NVIDIA_VISIBLE_DEVICES, no
+  // /dev/null mount and no device spec (NVIDIA's behaviour).
+  // Result on failure: InvalidArgument for an empty request, an unknown
+  // ID, an ID named twice, or more than one device including a replica when
+  // fail_requests_greater_than_one; FailedPrecondition for an unhealthy
+  // device. The message names the offending ID (or resource and count).
   absl::StatusOr<ContainerAllocation> Allocate(
       const DeviceList& list, const std::vector<std::string>& ids) const;
 
@@ -49,9 +112,13 @@ class Allocator {
   }
 
  private:
+  bool Uses(DeviceListStrategy s) const;
   std::string HostPath(const std::string& container_path) const;
+  void AddMps(const std::vector<const Device*>& devices,
+              ContainerAllocation& out) const;
 
   AllocatorOptions options_;
+  bool any_non_cdi_ = false;  // envvar or volume-mounts among strategies
   std::vector<std::string> control_nodes_;  // container paths found
 };
 

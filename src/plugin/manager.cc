@@ -54,8 +54,9 @@ absl::StatusOr<std::unique_ptr<PluginManager::Plugin>> PluginManager::Start(
   options.resource_name = spec.resource.name;
   DeviceSet* set = p->devices.get();
   const Allocator* allocator = p->allocator.get();
-  auto lifecycle = PluginLifecycle::Create(options, [set, allocator] {
-    return std::make_unique<DevicePluginService>(*set, *allocator);
+  ServiceOptions service{.shared_allocation_policy = spec.policy};
+  auto lifecycle = PluginLifecycle::Create(options, [set, allocator, service] {
+    return std::make_unique<DevicePluginService>(*set, *allocator, service);
   });
   if (!lifecycle.ok()) return lifecycle.status();
   p->lifecycle = *std::move(lifecycle);

@@ -121,8 +121,9 @@ std::vector<std::string> Ids(
 }  // namespace
 
 DevicePluginService::DevicePluginService(DeviceSet& devices,
-                                         const Allocator& allocator)
-    : devices_(devices), allocator_(allocator) {}
+                                         const Allocator& allocator,
+                                         ServiceOptions options)
+    : devices_(devices), allocator_(allocator), options_(options) {}
 
 grpc::ServerUnaryReactor* DevicePluginService::GetDevicePluginOptions(
     grpc::CallbackServerContext* ctx, const v1beta1::Empty*,
@@ -146,9 +147,9 @@ grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
   std::shared_ptr<const DeviceList> list = devices_.Get();
   for (int i = 0; i < req->container_requests_size(); ++i) {
     const auto& c = req->container_requests(i);
-    auto chosen = PreferredAllocation(*list, Ids(c.available_deviceids()),
-                                      Ids(c.must_include_deviceids()),
-                                      c.allocation_size());
+    auto chosen = PreferredAllocation(
+        *list, Ids(c.available_deviceids()), Ids(c.must_include_deviceids()),
+        c.allocation_size(), options_.shared_allocation_policy);
     if (!chosen.ok()) {
       LOG_WARN("GetPreferredAllocation refused (container request {}): {}", i,
                chosen.status().message());

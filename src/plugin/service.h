@@ -3,18 +3,28 @@
 #ifndef GDP_PLUGIN_SERVICE_H_
 #define GDP_PLUGIN_SERVICE_H_
 
+#include "config/config.h"
 #include "device/device_set.h"
 #include "plugin/allocator.h"
 #include "v1beta1/api.grpc.pb.h"
 
 namespace gdp {
 
+// What the service's answers depend on besides the devices and the
+// Allocator.
+struct ServiceOptions {
+  // How GetPreferredAllocation places replicas on physical units.
+  SharedAllocationPolicy shared_allocation_policy =
+      SharedAllocationPolicy::kDistributed;
+};
+
 // Thread-safe (gRPC calls it from its own threads). A new instance is made
 // for each server start; `devices` and `allocator` must outlive it.
 class DevicePluginService final
     : public v1beta1::DevicePlugin::CallbackService {
  public:
-  DevicePluginService(DeviceSet& devices, const Allocator& allocator);
+  DevicePluginService(DeviceSet& devices, const Allocator& allocator,
+                      ServiceOptions options = {});
 
   grpc::ServerUnaryReactor* GetDevicePluginOptions(
       grpc::CallbackServerContext* ctx, const v1beta1::Empty* req,
@@ -25,6 +35,9 @@ class DevicePluginService final
   grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* ListAndWatch(
       grpc::CallbackServerContext* ctx, const v1beta1::Empty* req) override;
 
+  // Answers each container request with PreferredAllocation under
+  // options.shared_allocation_policy; an invalid one fails the whole call
+  // with INVALID_ARGUMENT naming the container request.
   grpc::ServerUnaryReactor* GetPreferredAllocation(
       grpc::CallbackServerContext* ctx,
       const v1beta1::PreferredAllocationRequest* req,
@@ -44,6 +57,7 @@ class DevicePluginService final
  private:
   DeviceSet& devices_;
   const Allocator& allocator_;
+  const ServiceOptions options_;
 };
 
 }  // namespace gdp

@@ -31,13 +31,36 @@ std::vector<Device> Devices() {
 class ServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    Serve(std::make_unique<DevicePluginService>(devices_, allocator_));
+  }
+
+  void Serve(std::unique_ptr<DevicePluginService> service) {
     path_ = "/tmp/gdp-service-test-" + std::to_string(getpid()) + ".sock";
-    auto server = PluginServer::Start(
-        path_, std::make_unique<DevicePluginService>(devices_, allocator_));
+    auto server = PluginServer::Start(path_, std::move(service));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     stub_ = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
         "unix:" + path_, grpc::InsecureChannelCredentials()));
+  }
+
+  grpc::Status Preferred(const std::vector<std::string>& available,
+                         const std::vector<std::string>& must, int size,
+                         std::vector<std::string>* chosen) {
+    v1beta1::PreferredAllocationRequest req;
+    auto* c = req.add_container_requests();
+    for (const auto& id : available) c->add_available_deviceids(id);
+    for (const auto& id : must) c->add_must_include_deviceids(id);
+    c->set_allocation_size(size);
+    v1beta1::PreferredAllocationResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub_->GetPreferredAllocation(&ctx, req, &resp);
+    chosen->clear();
+    if (s.ok() && resp.container_responses_size() == 1) {
+      for (const auto& id : resp.container_responses(0).deviceids()) {
+        chosen->push_back(id);
+      }
+    }
+    return s;
   }
 
   grpc::Status Allocate(std::vector<std::vector<std::string>> containers,
@@ -150,6 +173,107 @@ TEST_F(ServiceTest, PreferredAllocation) {
   grpc::ClientContext ctx2;
   grpc::Status s = stub_->GetPreferredAllocation(&ctx2, req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Two GPUs with 4 replicas each, served with every device-list strategy,
+// MPS, device specs and the packed policy.
+std::vector<Device> SharedDevices() {
+  std::vector<Device> out;
+  for (int g = 0; g < 2; ++g) {
+    for (int k = 0; k < 4; ++k) {
+      Device d;
+      d.visible_id = "GPU-" + std::to_string(g);
+      d.id = d.visible_id + "::" + std::to_string(k);
+      d.replica = k;
+      d.device_nodes = {"/dev/nvidia" + std::to_string(g)};
+      d.gpu_index = g;
+      d.memory_bytes = uint64_t{8} << 30;
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
+AllocatorOptions SharedOptions() {
+  AllocatorOptions o;
+  o.pass_device_specs = true;
+  o.dev_root = "/nonexistent";
+  o.strategies = {
+      DeviceListStrategy::kEnvvar, DeviceListStrategy::kVolumeMounts,
+      DeviceListStrategy::kCdiAnnotations, DeviceListStrategy::kCdiCri};
+  o.sharing = SharingStrategy::kMps;
+  o.replicas = 4;
+  o.mps_root = "/run/mps";
+  return o;
+}
+
+class SharedServiceTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    Serve(std::make_unique<DevicePluginService>(
+        shared_, shared_allocator_,
+        ServiceOptions{.shared_allocation_policy =
+                           SharedAllocationPolicy::kPacked}));
+  }
+
+  DeviceSet shared_{SharedDevices()};
+  Allocator shared_allocator_{SharedOptions()};
+};
+
+TEST_F(SharedServiceTest, AllocateSendsEveryEdit) {
+  v1beta1::AllocateResponse resp;
+  ASSERT_TRUE(Allocate({{"GPU-1::2", "GPU-0::0", "GPU-1::3"}}, &resp).ok());
+  ASSERT_EQ(resp.container_responses_size(), 1);
+  const v1beta1::ContainerAllocateResponse& c = resp.container_responses(0);
+  EXPECT_EQ(c.envs().at("NVIDIA_VISIBLE_DEVICES"),
+            "/var/run/nvidia-container-devices");
+  EXPECT_EQ(c.envs().at("CUDA_MPS_PIPE_DIRECTORY"), "/mps/nvidia.com/gpu/pipe");
+  EXPECT_EQ(c.envs().at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
+  EXPECT_EQ(c.envs().at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=2048M,1=2048M");
+  std::vector<std::string> mounts;
+  for (const v1beta1::Mount& m : c.mounts()) {
+    mounts.push_back(m.host_path() + " -> " + m.container_path());
+    EXPECT_FALSE(m.read_only());
+  }
+  EXPECT_THAT(mounts,
+              ::testing::ElementsAre(
+                  "/run/mps/nvidia.com/gpu/pipe -> /mps/nvidia.com/gpu/pipe",
+                  "/run/mps/shm -> /dev/shm",
+                  "/dev/null -> /var/run/nvidia-container-devices/GPU-1",
+                  "/dev/null -> /var/run/nvidia-container-devices/GPU-0"));
+  ASSERT_EQ(c.devices_size(), 2);
+  EXPECT_EQ(c.devices(0).container_path(), "/dev/nvidia1");
+  EXPECT_EQ(c.devices(0).host_path(), "/nonexistent/dev/nvidia1");
+  EXPECT_EQ(c.devices(0).permissions(), "rw");
+  ASSERT_EQ(c.annotations_size(), 1);
+  EXPECT_THAT(c.annotations().begin()->first,
+              ::testing::StartsWith("cdi.k8s.io/nvidia-device-plugin_"));
+  EXPECT_EQ(c.annotations().begin()->second,
+            "k8s.device-plugin.nvidia.com/gpu=GPU-1,"
+            "k8s.device-plugin.nvidia.com/gpu=GPU-0");
+  ASSERT_EQ(c.cdi_devices_size(), 2);
+  EXPECT_EQ(c.cdi_devices(0).name(), "k8s.device-plugin.nvidia.com/gpu=GPU-1");
+  EXPECT_EQ(c.cdi_devices(1).name(), "k8s.device-plugin.nvidia.com/gpu=GPU-0");
+}
+
+TEST_F(SharedServiceTest, PreferredAllocationUsesThePolicy) {
+  // Packed: GPU-1 is the more used one (two replicas taken), so both
+  // replicas come from it.
+  std::vector<std::string> chosen;
+  ASSERT_TRUE(Preferred({"GPU-0::0", "GPU-0::1", "GPU-0::2", "GPU-0::3",
+                         "GPU-1::2", "GPU-1::3"},
+                        {}, 2, &chosen)
+                  .ok());
+  EXPECT_THAT(chosen, ::testing::ElementsAre("GPU-1::2", "GPU-1::3"));
+
+  // Distributed (the default): one replica on each GPU.
+  server_.reset();
+  Serve(std::make_unique<DevicePluginService>(shared_, shared_allocator_));
+  ASSERT_TRUE(Preferred({"GPU-0::0", "GPU-0::1", "GPU-0::2", "GPU-0::3",
+                         "GPU-1::2", "GPU-1::3"},
+                        {}, 2, &chosen)
+                  .ok());
+  EXPECT_THAT(chosen, ::testing::ElementsAre("GPU-0::0", "GPU-1::2"));
 }
 
 }  // namespace

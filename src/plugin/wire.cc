@@ -19,11 +19,23 @@ void ToWire(const DeviceList& list, v1beta1::ListAndWatchResponse* out) {
 void ToWire(const ContainerAllocation& alloc,
             v1beta1::ContainerAllocateResponse* out) {
   for (const auto& [k, v] : alloc.envs) (*out->mutable_envs())[k] = v;
+  for (const MountEdit& mount : alloc.mounts) {
+    v1beta1::Mount* w = out->add_mounts();
+    w->set_container_path(mount.container_path);
+    w->set_host_path(mount.host_path);
+    w->set_read_only(mount.read_only);
+  }
   for (const DeviceSpecEdit& spec : alloc.device_specs) {
     v1beta1::DeviceSpec* w = out->add_devices();
     w->set_container_path(spec.container_path);
     w->set_host_path(spec.host_path);
     w->set_permissions(spec.permissions);
+  }
+  for (const auto& [k, v] : alloc.annotations) {
+    (*out->mutable_annotations())[k] = v;
+  }
+  for (const std::string& name : alloc.cdi_devices) {
+    out->add_cdi_devices()->set_name(name);
   }
 }
 

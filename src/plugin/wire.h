@@ -19,6 +19,7 @@ inline constexpr char kUnhealthy[] = "Unhealthy";
 // The full device list; topology only for devices with a known NUMA node.
 void ToWire(const DeviceList& list, v1beta1::ListAndWatchResponse* out);
 
+// Envs, mounts, device specs, annotations and CDI devices, in our order.
 void ToWire(const ContainerAllocation& alloc,
             v1beta1::ContainerAllocateResponse* out);
 

@@ -1,0 +1,141 @@
+#include "cmd/daemon.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cdi/spec.h"
+#include "device/mig_caps.h"
+#include "resources/resources.h"
+#include "util/logging.h"
+
+namespace gdp {
+namespace {
+
+bool Has(const std::vector<DeviceListStrategy>& v, DeviceListStrategy s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool UsesCdi(const Config& c) {
+  return Has(c.device_list_strategies, DeviceListStrategy::kCdiAnnotations) ||
+         Has(c.device_list_strategies, DeviceListStrategy::kCdiCri);
+}
+
+bool NeedsMigMinors(const Config& c, const NodeGpus& node) {
+  return c.mig_strategy != MigStrategy::kNone &&
+         std::any_of(node.gpus.begin(), node.gpus.end(), [](const GpuInfo& g) {
+           return g.mig_enabled && !g.migs.empty();
+         });
+}
+
+// Settings that can only change with a restart of the process.
+absl::Status CheckReloadable(const Config& running, const Config& next) {
+  struct Fixed {
+    const char* name;
+    bool changed;
+  } fixed[] = {
+      {"kubelet socket", running.kubelet_socket != next.kubelet_socket},
+      {"driver root", running.driver_root != next.driver_root},
+  };
+  for (const Fixed& f : fixed) {
+    if (f.changed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the ", f.name, " cannot change on reload; restart the plugin"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+AllocatorOptions AllocatorOptionsFor(const Config& c, const Resource& r) {
+  AllocatorOptions o;
+  o.pass_device_specs = c.pass_device_specs;
+  o.dev_root = c.DevRoot();
+  o.strategies = c.device_list_strategies;
+  o.cdi_annotation_prefix = c.cdi_annotation_prefix;
+  o.resource_name = r.name;
+  o.sharing = r.sharing;
+  o.replicas = r.replicas;
+  o.fail_requests_greater_than_one = r.fail_requests_greater_than_one;
+  o.mps_root = c.mps_root;
+  return o;
+}
+
+Daemon::Daemon(const Nvml& nvml, Config config)
+    : nvml_(nvml),
+      config_(std::move(config)),
+      manager_(LifecycleOptions{.kubelet_socket = config_.kubelet_socket,
+                                .socket_name = "",
+                                .resource_name = ""}) {}
+
+Daemon::~Daemon() { manager_.StopAll(); }
+
+absl::Status Daemon::Start(NodeGpus node) {
+  node_ = std::move(node);
+  return Apply(config_, node_);
+}
+
+absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
+  MigMinors minors;
+  if (NeedsMigMinors(c, node)) {
+    absl::StatusOr<MigMinors> read = ReadMigMinors(c.proc_root);
+    if (!read.ok()) return read.status();
+    minors = *std::move(read);
+  }
+  absl::StatusOr<std::vector<Resource>> resources =
+      BuildResources(node, c, minors);
+  if (!resources.ok()) return resources.status();
+  if (resources->empty()) {
+    LOG_WARN("No devices to advertise with this configuration");
+  }
+  if (UsesCdi(c)) {
+    std::vector<Device> all;
+    for (const Resource& r : *resources) {
+      all.insert(all.end(), r.devices.begin(), r.devices.end());
+    }
+    if (absl::Status s = WriteCdiSpec(c, node, all); !s.ok()) return s;
+  }
+  std::vector<PluginSpec> specs;
+  for (Resource& r : *resources) {
+    PluginSpec s;
+    s.allocator = AllocatorOptionsFor(c, r);
+    s.policy = c.shared_allocation_policy;
+    s.resource = std::move(r);
+    specs.push_back(std::move(s));
+  }
+  return manager_.Apply(std::move(specs));
+}
+
+absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
+  if (!loaded.ok()) {
+    LOG_ERROR("Config reload refused, keeping the running config: {}",
+              loaded.status().message());
+    return loaded.status();
+  }
+  if (absl::Status s = CheckReloadable(config_, *loaded); !s.ok()) {
+    LOG_ERROR("Config reload refused, keeping the running config: {}",
+              s.message());
+    return s;
+  }
+  absl::StatusOr<NodeGpus> node = DiscoverGpus(nvml_, loaded->sysfs_root);
+  if (!node.ok()) {
+    LOG_ERROR("Config reload refused: discovering the GPUs failed: {}",
+              node.status().message());
+    return node.status();
+  }
+  if (absl::Status s = Apply(*loaded, *node); !s.ok()) {
+    LOG_ERROR("Config reload failed, restoring the running config: {}",
+              s.message());
+    // Resources the failed attempt touched go back to the running config.
+    (void)Apply(config_, node_);
+    return s;
+  }
+  config_ = *loaded;
+  node_ = *std::move(node);
+  LOG_INFO("Config reloaded; serving {}",
+           absl::StrJoin(manager_.Running(), ", "));
+  return absl::OkStatus();
+}
+
+}  // namespace gdp
