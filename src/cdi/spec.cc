@@ -1,0 +1,143 @@
+#include "cdi/spec.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "cdi/root_path.h"
+#include "cdi/validate.h"
+#include "util/logging.h"
+
+namespace gdp::cdi {
+namespace {
+
+using nlohmann::json;
+
+bool IsSlash(const std::string& root) {
+  return root.empty() || root.find_first_not_of('/') == std::string::npos;
+}
+
+json DeviceNode(const std::string& path, const std::string& dev_root) {
+  json node = {{"path", path}};
+  if (!IsSlash(dev_root)) node["hostPath"] = JoinRoot(dev_root, path);
+  return node;
+}
+
+}  // namespace
+
+const std::vector<std::string>& DriverMountOptions() {
+  static const auto* const kOptions =
+      new std::vector<std::string>{"ro", "nosuid", "nodev", "bind"};
+  return *kOptions;
+}
+
+std::string QualifiedName(const std::string& device_name) {
+  return absl::StrCat(kKind, "=", device_name);
+}
+
+std::string SpecFileName() {
+  return absl::StrCat(kVendor, "-", kClass, ".json");
+}
+
+absl::StatusOr<json> BuildSpec(const CdiSpecOptions& options,
+                               const DriverFiles& files,
+                               const std::vector<std::string>& control_nodes,
+                               const std::vector<Device>& devices) {
+  if (devices.empty()) {
+    return absl::InvalidArgumentError("no devices to put in the CDI spec");
+  }
+  json cdi_devices = json::array();
+  // visible_id -> the first device with it
+  absl::flat_hash_map<std::string, const Device*> units;
+  for (const Device& d : devices) {
+    auto [it, added] = units.emplace(d.visible_id, &d);
+    if (!added) {
+      if (it->second->device_nodes != d.device_nodes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "devices '", it->second->id, "' and '", d.id, "' are both unit '",
+            d.visible_id, "' but have different nodes (",
+            absl::StrJoin(it->second->device_nodes, ", "), " vs ",
+            absl::StrJoin(d.device_nodes, ", "), ")"));
+      }
+      continue;
+    }
+    if (absl::Status s = ValidateDeviceName(d.visible_id); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device '", d.id, "' cannot be named in CDI: ", s.message()));
+    }
+    if (d.device_nodes.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device '", d.id, "' has no device nodes"));
+    }
+    json nodes = json::array();
+    for (const std::string& path : d.device_nodes) {
+      if (path.empty() || path.front() != '/') {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "device '", d.id, "' has the relative node path '", path, "'"));
+      }
+      nodes.push_back(DeviceNode(path, options.dev_root));
+    }
+    cdi_devices.push_back(
+        {{"name", d.visible_id}, {"containerEdits", {{"deviceNodes", nodes}}}});
+  }
+
+  json edits = {{"env", json::array({kVisibleDevicesVoid})}};
+  if (!control_nodes.empty()) {
+    json nodes = json::array();
+    for (const std::string& path : control_nodes) {
+      nodes.push_back(DeviceNode(path, options.dev_root));
+    }
+    edits["deviceNodes"] = std::move(nodes);
+  }
+  json mounts = json::array();
+  for (const auto* group :
+       {&files.libraries, &files.binaries, &files.firmware}) {
+    for (const DriverFile& f : *group) {
+      std::string host = JoinRoot(options.host_driver_root, f.real_path);
+      for (const std::string& path : f.container_paths) {
+        mounts.push_back({{"hostPath", host},
+                          {"containerPath", path},
+                          {"options", DriverMountOptions()}});
+      }
+    }
+  }
+  if (!mounts.empty()) edits["mounts"] = std::move(mounts);
+
+  json spec = {{"cdiVersion", kCdiVersion},
+               {"kind", kKind},
+               {"devices", std::move(cdi_devices)},
+               {"containerEdits", std::move(edits)}};
+  if (absl::Status s = ValidateSpec(spec); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("generated CDI spec is invalid: ", s.message()));
+  }
+  return spec;
+}
+
+absl::StatusOr<json> GenerateSpec(const CdiSpecOptions& options,
+                                  const std::vector<Device>& devices) {
+  const std::string& lookup = options.lookup_root.empty()
+                                  ? options.host_driver_root
+                                  : options.lookup_root;
+  absl::StatusOr<DriverFiles> files =
+      FindDriverFiles(lookup.empty() ? "/" : lookup, options.driver_version);
+  if (!files.ok()) return files.status();
+  if (!files->missing.empty()) {
+    VLOG(1, "driver files not found under {}: {}", lookup,
+         absl::StrJoin(files->missing, ", "));
+  }
+  if (files->libraries.empty()) {
+    LOG_WARN(
+        "no NVIDIA driver libraries found under {}; the CDI spec mounts "
+        "none",
+        lookup);
+  }
+  const std::string& dev_lookup = options.dev_lookup_root.empty()
+                                      ? options.dev_root
+                                      : options.dev_lookup_root;
+  return BuildSpec(options, *files, FindControlNodes(dev_lookup), devices);
+}
+
+}  // namespace gdp::cdi

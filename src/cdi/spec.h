@@ -1,0 +1,83 @@
+// The CDI spec for our devices: one CDI device per physical unit (GPU or MIG
+// device) with its own device nodes, and edits shared by all of them (control
+// nodes, the driver's libraries, tools and firmware). Named and shaped like
+// the spec NVIDIA's plugin generates, so pod specs and runtimes that name
+// "k8s.device-plugin.nvidia.com/gpu=<id>" keep working.
+#ifndef GDP_CDI_SPEC_H_
+#define GDP_CDI_SPEC_H_
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cdi/driver_files.h"
+#include "device/device.h"
+
+namespace gdp::cdi {
+
+inline constexpr char kVendor[] = "k8s.device-plugin.nvidia.com";
+inline constexpr char kClass[] = "gpu";
+inline constexpr char kKind[] = "k8s.device-plugin.nvidia.com/gpu";
+// The lowest CDI version with what we emit: device names may start with a
+// digit (index IDs "3", "0:1") and device nodes may carry hostPath, both
+// added in 0.5.0.
+inline constexpr char kCdiVersion[] = "0.5.0";
+// Set in the shared edits, as NVIDIA's generated specs do: an NVIDIA runtime
+// hook still installed on the node then injects no GPUs besides the ones CDI
+// gave the container (CUDA images set NVIDIA_VISIBLE_DEVICES=all).
+inline constexpr char kVisibleDevicesVoid[] = "NVIDIA_VISIBLE_DEVICES=void";
+// Options of every driver file mount (read-only bind, as NVIDIA's specs).
+const std::vector<std::string>& DriverMountOptions();
+
+// "k8s.device-plugin.nvidia.com/gpu=<device_name>": how the CRI and CDI
+// annotations name a device of our spec. `device_name` is a Device's
+// visible_id.
+std::string QualifiedName(const std::string& device_name);
+
+// The spec's file name in the CDI directory, as CDI's GenerateNameForSpec
+// makes it for our kind: "k8s.device-plugin.nvidia.com-gpu.json".
+std::string SpecFileName();
+
+struct CdiSpecOptions {
+  // The driver root as the host sees it (--driver-root): mount host paths
+  // are this + the path found under lookup_root.
+  std::string host_driver_root = "/";
+  // Where that root is visible to this process (the plugin container's
+  // mount of it, or a test tree); empty: host_driver_root.
+  std::string lookup_root;
+  // The host root of /dev/nvidia* (--dev-root): device node host paths are
+  // this + the node's path; with "/" no hostPath is written.
+  std::string dev_root = "/";
+  // Where the dev root is visible to this process; control nodes are looked
+  // for under it. Empty: dev_root.
+  std::string dev_lookup_root;
+  // The driver version (NVML's, "550.54.15"); only libraries of this version
+  // are taken. Empty: read from the libraries found (see FindDriverFiles).
+  std::string driver_version;
+};
+
+// Builds the spec from what was found, touching no files. `devices` are the
+// advertised devices of all resources together; devices sharing a
+// visible_id (replicas) become one CDI device named by it, in order of first
+// appearance. `control_nodes` are container paths ("/dev/nvidiactl").
+// Result on failure: InvalidArgument when `devices` is empty, a visible_id
+// is not a valid CDI device name, a device has no nodes or a relative node
+// path, or devices with one visible_id have different nodes (the message
+// names the device); also when the result would fail ValidateSpec for
+// another reason, e.g. a relative control node path (the message is
+// ValidateSpec's). A result is always valid.
+absl::StatusOr<nlohmann::json> BuildSpec(
+    const CdiSpecOptions& options, const DriverFiles& files,
+    const std::vector<std::string>& control_nodes,
+    const std::vector<Device>& devices);
+
+// FindDriverFiles(lookup_root, driver_version) and FindControlNodes(
+// dev_lookup_root), then BuildSpec. Logs the driver files not found.
+// Result on failure: as FindDriverFiles and BuildSpec.
+absl::StatusOr<nlohmann::json> GenerateSpec(const CdiSpecOptions& options,
+                                            const std::vector<Device>& devices);
+
+}  // namespace gdp::cdi
+
+#endif  // GDP_CDI_SPEC_H_

@@ -1,0 +1,648 @@
+#include "cdi/validate.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace gdp::cdi {
+namespace {
+
+using nlohmann::json;
+
+// Released spec versions, oldest first (specs-go/version.go).
+const char* const kVersions[] = {"0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0",
+                                 "0.6.0", "0.7.0", "0.8.0", "1.0.0", "1.1.0"};
+
+// Position of `v` ("0.5.0" or "v0.5.0") in kVersions, or -1.
+int VersionIndex(std::string v) {
+  if (absl::StartsWith(v, "v")) v.erase(0, 1);
+  for (int i = 0; i < static_cast<int>(std::size(kVersions)); ++i) {
+    if (v == kVersions[i]) return i;
+  }
+  return -1;
+}
+
+absl::Status Invalid(const std::string& where, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", what));
+}
+
+bool IsAlnum(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c));
+}
+
+// The vendor/class rule of pkg/parser: a letter first, a letter or digit
+// last, letters, digits, '_', '-', '.' between.
+absl::Status CheckVendorOrClass(const std::string& what, const std::string& s,
+                                size_t max_len) {
+  if (s.empty())
+    return absl::InvalidArgumentError(absl::StrCat(what, " is empty"));
+  if (s.size() > max_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " '", s, "' is longer than ", max_len, " characters"));
+  }
+  if (!absl::ascii_isalpha(static_cast<unsigned char>(s.front()))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", s, "' does not start with a letter"));
+  }
+  if (!IsAlnum(s.back())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " '", s, "' does not end with a letter or digit"));
+  }
+  for (char c : s) {
+    if (!IsAlnum(c) && c != '_' && c != '-' && c != '.') {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " '", s, "' has the invalid character '",
+                       std::string(1, c), "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Kubernetes' RFC 1123 subdomain: lower-case labels of letters, digits and
+// '-' (alphanumeric at both ends) joined by dots, at most 253 characters.
+bool IsDns1123Subdomain(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  for (const absl::string_view label : absl::StrSplit(s, '.')) {
+    if (label.empty() || !IsAlnum(label.front()) || !IsAlnum(label.back())) {
+      return false;
+    }
+    for (char c : label) {
+      if (!(absl::ascii_islower(static_cast<unsigned char>(c)) ||
+            absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '-')) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Kubernetes' qualified name ("[prefix/]name") as used for annotation keys.
+bool IsQualifiedKey(const std::string& key) {
+  std::vector<std::string> parts = absl::StrSplit(key, '/');
+  if (parts.size() > 2) return false;
+  const std::string& name = parts.back();
+  if (parts.size() == 2 && !IsDns1123Subdomain(parts[0])) return false;
+  if (name.empty() || name.size() > 63 || !IsAlnum(name.front()) ||
+      !IsAlnum(name.back())) {
+    return false;
+  }
+  for (char c : name) {
+    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+// The field `key` of object `j`, or nullptr when absent or null (null reads
+// as absent, as in the Go loader).
+const json* Field(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+absl::Status CheckObject(const json& j, const std::string& where,
+                         std::initializer_list<const char*> fields) {
+  if (!j.is_object()) return Invalid(where, "is not an object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* f : fields) known = known || it.key() == f;
+    if (!known)
+      return Invalid(where, absl::StrCat("unknown field '", it.key(), "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckString(const json& j, const std::string& where) {
+  return j.is_string() ? absl::OkStatus() : Invalid(where, "is not a string");
+}
+
+absl::Status CheckStrings(const json& j, const std::string& where) {
+  if (!j.is_array()) return Invalid(where, "is not an array");
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_string()) {
+      return Invalid(absl::StrCat(where, "[", i, "]"), "is not a string");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckInteger(const json& j, const std::string& where, int64_t lo,
+                          uint64_t hi) {
+  bool ok = false;
+  if (j.is_number_unsigned()) {
+    ok = j.get<uint64_t>() <= hi;
+  } else if (j.is_number_integer()) {
+    int64_t v = j.get<int64_t>();
+    ok = v >= lo && (v < 0 || static_cast<uint64_t>(v) <= hi);
+  }
+  return ok ? absl::OkStatus()
+            : Invalid(where, absl::StrCat("is not an integer in [", lo, ", ",
+                                          hi, "]"));
+}
+
+absl::Status CheckUint32(const json& j, const std::string& where) {
+  return CheckInteger(j, where, 0, std::numeric_limits<uint32_t>::max());
+}
+
+absl::Status CheckAbsolute(const json& j, const std::string& where) {
+  if (!j.is_string()) return Invalid(where, "is not a string");
+  const std::string& s = j.get_ref<const std::string&>();
+  if (s.empty() || s.front() != '/') {
+    return Invalid(where, absl::StrCat("'", s, "' is not an absolute path"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEnv(const json& j, const std::string& where) {
+  if (absl::Status s = CheckStrings(j, where); !s.ok()) return s;
+  for (size_t i = 0; i < j.size(); ++i) {
+    const std::string& e = j[i].get_ref<const std::string&>();
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Invalid(absl::StrCat(where, "[", i, "]"),
+                     absl::StrCat("'", e, "' is not NAME=VALUE"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAnnotations(const json& j, const std::string& where) {
+  if (!j.is_object()) return Invalid(where, "is not an object");
+  size_t total = 0;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::string at = absl::StrCat(where, ".", it.key());
+    if (!it->is_string()) return Invalid(at, "is not a string");
+    if (!IsQualifiedKey(absl::AsciiStrToLower(it.key()))) {
+      return Invalid(at, "the key is not a qualified name ([prefix/]name)");
+    }
+    total += it.key().size() + it->get_ref<const std::string&>().size();
+  }
+  if (total > 256 * 1024) {
+    return Invalid(where,
+                   absl::StrCat("take ", total, " bytes, more than 256 KiB"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckDeviceNode(const json& j, const std::string& where) {
+  if (absl::Status s =
+          CheckObject(j, where,
+                      {"path", "hostPath", "type", "major", "minor", "fileMode",
+                       "permissions", "uid", "gid"});
+      !s.ok()) {
+    return s;
+  }
+  const json* path = Field(j, "path");
+  if (path == nullptr) return Invalid(where + ".path", "is missing");
+  if (absl::Status s = CheckAbsolute(*path, where + ".path"); !s.ok()) return s;
+  if (const json* f = Field(j, "hostPath")) {
+    if (absl::Status s = CheckString(*f, where + ".hostPath"); !s.ok())
+      return s;
+    if (!f->get_ref<const std::string&>().empty()) {
+      if (absl::Status s = CheckAbsolute(*f, where + ".hostPath"); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  if (const json* f = Field(j, "type")) {
+    if (absl::Status s = CheckString(*f, where + ".type"); !s.ok()) return s;
+    const std::string& t = f->get_ref<const std::string&>();
+    if (t != "" && t != "b" && t != "c" && t != "u" && t != "p") {
+      return Invalid(where + ".type",
+                     absl::StrCat("'", t, "' is not one of b, c, u, p"));
+    }
+  }
+  for (const char* key : {"major", "minor"}) {
+    if (const json* f = Field(j, key)) {
+      if (absl::Status s = CheckInteger(*f, absl::StrCat(where, ".", key),
+                                        std::numeric_limits<int64_t>::min(),
+                                        std::numeric_limits<int64_t>::max());
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  for (const char* key : {"fileMode", "uid", "gid"}) {
+    if (const json* f = Field(j, key)) {
+      if (absl::Status s = CheckUint32(*f, absl::StrCat(where, ".", key));
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  if (const json* f = Field(j, "permissions")) {
+    if (absl::Status s = CheckString(*f, where + ".permissions"); !s.ok()) {
+      return s;
+    }
+    const std::string& p = f->get_ref<const std::string&>();
+    if (p != "none" && p.find_first_not_of("rwm") != std::string::npos) {
+      return Invalid(where + ".permissions",
+                     absl::StrCat("'", p, "' is not made of r, w and m"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMount(const json& j, const std::string& where) {
+  if (absl::Status s = CheckObject(
+          j, where, {"hostPath", "containerPath", "options", "type"});
+      !s.ok()) {
+    return s;
+  }
+  const json* host = Field(j, "hostPath");
+  if (host == nullptr) return Invalid(where + ".hostPath", "is missing");
+  if (absl::Status s = CheckString(*host, where + ".hostPath"); !s.ok())
+    return s;
+  if (host->get_ref<const std::string&>().empty()) {
+    return Invalid(where + ".hostPath", "is empty");
+  }
+  const json* ctr = Field(j, "containerPath");
+  if (ctr == nullptr) return Invalid(where + ".containerPath", "is missing");
+  if (absl::Status s = CheckAbsolute(*ctr, where + ".containerPath"); !s.ok()) {
+    return s;
+  }
+  if (const json* f = Field(j, "options")) {
+    if (absl::Status s = CheckStrings(*f, where + ".options"); !s.ok())
+      return s;
+  }
+  if (const json* f = Field(j, "type")) {
+    if (absl::Status s = CheckString(*f, where + ".type"); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckHook(const json& j, const std::string& where) {
+  if (absl::Status s =
+          CheckObject(j, where, {"hookName", "path", "args", "env", "timeout"});
+      !s.ok()) {
+    return s;
+  }
+  const json* name = Field(j, "hookName");
+  if (name == nullptr) return Invalid(where + ".hookName", "is missing");
+  if (absl::Status s = CheckString(*name, where + ".hookName"); !s.ok())
+    return s;
+  const std::string& n = name->get_ref<const std::string&>();
+  bool known = false;
+  for (const char* h : {"prestart", "createRuntime", "createContainer",
+                        "startContainer", "poststart", "poststop"}) {
+    known = known || n == h;
+  }
+  if (!known) {
+    return Invalid(where + ".hookName",
+                   absl::StrCat("'", n, "' is not a known hook"));
+  }
+  const json* path = Field(j, "path");
+  if (path == nullptr) return Invalid(where + ".path", "is missing");
+  if (absl::Status s = CheckAbsolute(*path, where + ".path"); !s.ok()) return s;
+  if (const json* f = Field(j, "args")) {
+    if (absl::Status s = CheckStrings(*f, where + ".args"); !s.ok()) return s;
+  }
+  if (const json* f = Field(j, "env")) {
+    if (absl::Status s = CheckEnv(*f, where + ".env"); !s.ok()) return s;
+  }
+  if (const json* f = Field(j, "timeout")) {
+    if (absl::Status s = CheckInteger(*f, where + ".timeout", 1,
+                                      std::numeric_limits<int32_t>::max());
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckIntelRdt(const json& j, const std::string& where) {
+  if (absl::Status s = CheckObject(j, where,
+                                   {"closID", "l3CacheSchema", "memBwSchema",
+                                    "schemata", "enableMonitoring"});
+      !s.ok()) {
+    return s;
+  }
+  for (const char* key : {"closID", "l3CacheSchema", "memBwSchema"}) {
+    if (const json* f = Field(j, key)) {
+      if (absl::Status s = CheckString(*f, absl::StrCat(where, ".", key));
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  if (const json* f = Field(j, "closID")) {
+    // A Linux file name, or "/" for the root class of service.
+    const std::string& c = f->get_ref<const std::string&>();
+    if (c != "/" && (c.size() >= 4096 || c == "." || c == ".." ||
+                     c.find_first_of("/\n") != std::string::npos)) {
+      return Invalid(where + ".closID",
+                     absl::StrCat("'", c, "' is not a valid class name"));
+    }
+  }
+  if (const json* f = Field(j, "schemata")) {
+    if (absl::Status s = CheckStrings(*f, where + ".schemata"); !s.ok())
+      return s;
+  }
+  if (const json* f = Field(j, "enableMonitoring"); f && !f->is_boolean()) {
+    return Invalid(where + ".enableMonitoring", "is not a boolean");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckNetDevices(const json& j, const std::string& where) {
+  if (!j.is_array()) return Invalid(where, "is not an array");
+  absl::flat_hash_set<std::string> hosts, names;
+  for (size_t i = 0; i < j.size(); ++i) {
+    std::string at = absl::StrCat(where, "[", i, "]");
+    if (absl::Status s = CheckObject(j[i], at, {"hostInterfaceName", "name"});
+        !s.ok()) {
+      return s;
+    }
+    for (const char* key : {"hostInterfaceName", "name"}) {
+      const json* f = Field(j[i], key);
+      std::string fat = absl::StrCat(at, ".", key);
+      if (f == nullptr) return Invalid(fat, "is missing");
+      if (absl::Status s = CheckString(*f, fat); !s.ok()) return s;
+      const std::string& v = f->get_ref<const std::string&>();
+      if (v.empty()) return Invalid(fat, "is empty");
+      auto& seen = key[0] == 'h' ? hosts : names;
+      if (!seen.insert(v).second) {
+        return Invalid(fat, absl::StrCat("'", v, "' appears twice"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Checks `j` as a containerEdits object; sets *empty to whether it edits
+// nothing (allowed for the spec's, not for a device's).
+absl::Status CheckEdits(const json& j, const std::string& where, bool* empty) {
+  if (absl::Status s =
+          CheckObject(j, where,
+                      {"env", "deviceNodes", "mounts", "hooks", "intelRdt",
+                       "additionalGids", "netDevices"});
+      !s.ok()) {
+    return s;
+  }
+  *empty = true;
+  if (const json* f = Field(j, "env")) {
+    if (absl::Status s = CheckEnv(*f, where + ".env"); !s.ok()) return s;
+    *empty = *empty && f->empty();
+  }
+  struct List {
+    const char* key;
+    absl::Status (*check)(const json&, const std::string&);
+  };
+  for (const List& l :
+       {List{"deviceNodes", CheckDeviceNode}, List{"mounts", CheckMount},
+        List{"hooks", CheckHook}, List{"additionalGids", CheckUint32}}) {
+    const json* f = Field(j, l.key);
+    if (f == nullptr) continue;
+    std::string at = absl::StrCat(where, ".", l.key);
+    if (!f->is_array()) return Invalid(at, "is not an array");
+    for (size_t i = 0; i < f->size(); ++i) {
+      if (absl::Status s = l.check((*f)[i], absl::StrCat(at, "[", i, "]"));
+          !s.ok()) {
+        return s;
+      }
+    }
+    *empty = *empty && f->empty();
+  }
+  if (const json* f = Field(j, "intelRdt")) {
+    if (absl::Status s = CheckIntelRdt(*f, where + ".intelRdt"); !s.ok()) {
+      return s;
+    }
+    *empty = false;
+  }
+  if (const json* f = Field(j, "netDevices")) {
+    if (absl::Status s = CheckNetDevices(*f, where + ".netDevices"); !s.ok()) {
+      return s;
+    }
+    *empty = *empty && f->empty();
+  }
+  return absl::OkStatus();
+}
+
+// Calls fn(edits) for the spec's and each device's containerEdits objects.
+template <typename Fn>
+void ForEachEdits(const json& spec, Fn fn) {
+  if (const json* e = Field(spec, "containerEdits"); e && e->is_object())
+    fn(*e);
+  const json* devices = Field(spec, "devices");
+  if (devices == nullptr || !devices->is_array()) return;
+  for (const json& d : *devices) {
+    if (!d.is_object()) continue;
+    if (const json* e = Field(d, "containerEdits"); e && e->is_object()) fn(*e);
+  }
+}
+
+bool NonEmpty(const json* j) { return j != nullptr && !j->empty(); }
+
+}  // namespace
+
+absl::Status ValidateKind(const std::string& kind) {
+  size_t slash = kind.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == kind.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kind '", kind, "' is not <vendor>/<class>"));
+  }
+  std::string vendor = kind.substr(0, slash);
+  std::string klass = kind.substr(slash + 1);
+  if (absl::Status s = CheckVendorOrClass("vendor", vendor, 253); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kind '", kind, "': ", s.message()));
+  }
+  if (absl::StrContains(vendor, "..")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kind '", kind, "': vendor '", vendor, "' has an empty DNS label"));
+  }
+  if (absl::Status s = CheckVendorOrClass("class", klass, 63); !s.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kind '", kind, "': ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDeviceName(const std::string& name) {
+  if (name.empty()) return absl::InvalidArgumentError("device name is empty");
+  if (!IsAlnum(name.front()) || !IsAlnum(name.back())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device name '", name,
+                     "' does not start and end with a letter or digit"));
+  }
+  for (char c : name) {
+    if (!IsAlnum(c) && c != '_' && c != '-' && c != '.' && c != ':') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device name '", name, "' has the invalid character '",
+                       std::string(1, c), "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateQualifiedName(const std::string& qualified_name) {
+  size_t eq = qualified_name.find('=');
+  if (eq == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", qualified_name, "' is not <vendor>/<class>=<name>"));
+  }
+  if (absl::Status s = ValidateKind(qualified_name.substr(0, eq)); !s.ok()) {
+    return s;
+  }
+  return ValidateDeviceName(qualified_name.substr(eq + 1));
+}
+
+std::string MinimumCdiVersion(const json& spec) {
+  if (!spec.is_object()) return "0.3.0";
+  bool v110 = false, v070 = false, v060 = false, v050 = false, v040 = false;
+  ForEachEdits(spec, [&](const json& e) {
+    if (NonEmpty(Field(e, "netDevices"))) v110 = true;
+    if (const json* rdt = Field(e, "intelRdt")) {
+      v070 = true;
+      if (rdt->is_object()) {
+        const json* mon = Field(*rdt, "enableMonitoring");
+        if (Field(*rdt, "schemata") != nullptr ||
+            (mon != nullptr && mon->is_boolean() && mon->get<bool>())) {
+          v110 = true;
+        }
+      }
+    }
+    if (NonEmpty(Field(e, "additionalGids"))) v070 = true;
+    if (const json* nodes = Field(e, "deviceNodes");
+        nodes && nodes->is_array()) {
+      for (const json& n : *nodes) {
+        const json* h = n.is_object() ? Field(n, "hostPath") : nullptr;
+        if (h != nullptr && h->is_string() &&
+            !h->get_ref<const std::string&>().empty()) {
+          v050 = true;
+        }
+      }
+    }
+    if (const json* mounts = Field(e, "mounts"); mounts && mounts->is_array()) {
+      for (const json& m : *mounts) {
+        const json* t = m.is_object() ? Field(m, "type") : nullptr;
+        if (t != nullptr && t->is_string() &&
+            !t->get_ref<const std::string&>().empty()) {
+          v040 = true;
+        }
+      }
+    }
+  });
+  if (NonEmpty(Field(spec, "annotations"))) v060 = true;
+  if (const json* kind = Field(spec, "kind"); kind && kind->is_string()) {
+    const std::string& k = kind->get_ref<const std::string&>();
+    size_t slash = k.find('/');
+    if (slash != std::string::npos &&
+        k.find('.', slash + 1) != std::string::npos) {
+      v060 = true;
+    }
+  }
+  if (const json* devices = Field(spec, "devices");
+      devices && devices->is_array()) {
+    for (const json& d : *devices) {
+      if (!d.is_object()) continue;
+      if (NonEmpty(Field(d, "annotations"))) v060 = true;
+      const json* name = Field(d, "name");
+      if (name != nullptr && name->is_string()) {
+        const std::string& n = name->get_ref<const std::string&>();
+        if (!n.empty() &&
+            absl::ascii_isdigit(static_cast<unsigned char>(n[0]))) {
+          v050 = true;
+        }
+      }
+    }
+  }
+  if (v110) return "1.1.0";
+  if (v070) return "0.7.0";
+  if (v060) return "0.6.0";
+  if (v050) return "0.5.0";
+  if (v040) return "0.4.0";
+  return "0.3.0";
+}
+
+absl::Status ValidateSpec(const json& spec) {
+  if (absl::Status s = CheckObject(
+          spec, "spec",
+          {"cdiVersion", "kind", "annotations", "devices", "containerEdits"});
+      !s.ok()) {
+    return s;
+  }
+  const json* version = Field(spec, "cdiVersion");
+  if (version == nullptr) return Invalid("cdiVersion", "is missing");
+  if (absl::Status s = CheckString(*version, "cdiVersion"); !s.ok()) return s;
+  const std::string& v = version->get_ref<const std::string&>();
+  int vi = VersionIndex(v);
+  if (vi < 0) {
+    return Invalid("cdiVersion",
+                   absl::StrCat("'", v, "' is not a released version"));
+  }
+
+  const json* kind = Field(spec, "kind");
+  if (kind == nullptr) return Invalid("kind", "is missing");
+  if (absl::Status s = CheckString(*kind, "kind"); !s.ok()) return s;
+  if (absl::Status s = ValidateKind(kind->get_ref<const std::string&>());
+      !s.ok()) {
+    return Invalid("kind", std::string(s.message()));
+  }
+  if (const json* a = Field(spec, "annotations")) {
+    if (absl::Status s = CheckAnnotations(*a, "annotations"); !s.ok()) return s;
+  }
+
+  const json* devices = Field(spec, "devices");
+  if (devices == nullptr) return Invalid("devices", "is missing");
+  if (!devices->is_array()) return Invalid("devices", "is not an array");
+  if (devices->empty()) return Invalid("devices", "is empty");
+  absl::flat_hash_set<std::string> names;
+  for (size_t i = 0; i < devices->size(); ++i) {
+    const json& d = (*devices)[i];
+    std::string at = absl::StrCat("devices[", i, "]");
+    if (absl::Status s =
+            CheckObject(d, at, {"name", "annotations", "containerEdits"});
+        !s.ok()) {
+      return s;
+    }
+    const json* name = Field(d, "name");
+    if (name == nullptr) return Invalid(at + ".name", "is missing");
+    if (absl::Status s = CheckString(*name, at + ".name"); !s.ok()) return s;
+    const std::string& n = name->get_ref<const std::string&>();
+    if (absl::Status s = ValidateDeviceName(n); !s.ok()) {
+      return Invalid(at + ".name", std::string(s.message()));
+    }
+    if (!names.insert(n).second) {
+      return Invalid(at + ".name",
+                     absl::StrCat("device '", n, "' appears twice"));
+    }
+    if (const json* a = Field(d, "annotations")) {
+      if (absl::Status s = CheckAnnotations(*a, at + ".annotations"); !s.ok()) {
+        return s;
+      }
+    }
+    const json* edits = Field(d, "containerEdits");
+    if (edits == nullptr) return Invalid(at + ".containerEdits", "is missing");
+    bool empty = true;
+    if (absl::Status s = CheckEdits(*edits, at + ".containerEdits", &empty);
+        !s.ok()) {
+      return s;
+    }
+    if (empty) return Invalid(at + ".containerEdits", "edits nothing");
+  }
+  if (const json* edits = Field(spec, "containerEdits")) {
+    bool empty = true;
+    if (absl::Status s = CheckEdits(*edits, "containerEdits", &empty);
+        !s.ok()) {
+      return s;
+    }
+  }
+
+  std::string min = MinimumCdiVersion(spec);
+  if (vi < VersionIndex(min)) {
+    return Invalid("cdiVersion",
+                   absl::StrCat("'", v, "' is below ", min,
+                                ", which the spec's features need"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gdp::cdi
