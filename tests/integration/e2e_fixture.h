@@ -105,6 +105,40 @@ class E2ETest : public ::testing::Test {
     return json();
   }
 
+  // Reads JSON events from `p` until one for which `pred` holds.
+  template <typename Pred>
+  json NextEventWhere(Subprocess& p, Pred pred,
+                      absl::Duration timeout = kTimeout) {
+    absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      auto line = p.ReadLine(deadline - absl::Now());
+      if (!line.has_value()) break;
+      json e = json::parse(*line, nullptr, /*allow_exceptions=*/false);
+      if (e.is_object() && pred(e)) return e;
+    }
+    return json();
+  }
+
+  // The next event named `event` for `resource`.
+  json NextEventFor(const std::string& resource, const std::string& event,
+                    absl::Duration timeout = kTimeout) {
+    return NextEventWhere(
+        *kubelet_,
+        [&](const json& e) {
+          return e.value("event", "") == event &&
+                 e.value("resource", "") == resource;
+        },
+        timeout);
+  }
+
+  // Writes the config file (config.yaml in the test directory) atomically.
+  std::string WriteConfig(const std::string& text) {
+    fs::path tmp = dir_ / ".config.tmp";
+    std::ofstream(tmp) << text;
+    fs::rename(tmp, dir_ / "config.yaml");
+    return (dir_ / "config.yaml").string();
+  }
+
   // Waits for registration and the first full device list.
   json Registered() {
     json reg = NextEvent(*kubelet_, "register");
@@ -115,9 +149,12 @@ class E2ETest : public ::testing::Test {
   }
 
   // `dpctl allocate` straight to the plugin socket.
-  std::pair<int, std::string> DpctlAllocate(std::vector<std::string> ids) {
+  std::pair<int, std::string> DpctlAllocate(
+      std::vector<std::string> ids,
+      const std::string& socket_name = "nvidia-gpu.sock") {
     std::vector<std::string> argv = {GDP_DPCTL_BIN, "allocate", "--socket",
-                                     PluginSocket(), "--json"};
+                                     (dir_ / "kp" / socket_name).string(),
+                                     "--json"};
     argv.insert(argv.end(), ids.begin(), ids.end());
     Subprocess p({.argv = argv, .stderr_path = (dir_ / "dpctl.err").string()});
     std::string out;

@@ -1,0 +1,180 @@
+// End to end: time-slicing and MPS replicas, both allocation policies, and
+// every device-list strategy with the CDI spec, through `dpctl kubelet`.
+#include <set>
+
+#include "tests/integration/e2e_fixture.h"
+
+namespace gdp {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+std::string TimeSlicing(int replicas, const std::string& extra = "") {
+  return "version: v1\nsharing:\n  timeSlicing:\n" + extra +
+         "    resources:\n    - name: nvidia.com/gpu\n      replicas: " +
+         std::to_string(replicas) + "\n";
+}
+
+// The distinct physical GPUs behind replica IDs ("<uuid>::<k>").
+std::set<std::string> Units(const json& ids) {
+  std::set<std::string> out;
+  for (const json& id : ids) {
+    std::string s = id;
+    out.insert(s.substr(0, s.find("::")));
+  }
+  return out;
+}
+
+class SharingTest : public E2ETest {
+ protected:
+  // Starts kubelet and plugin and returns the first device list of
+  // `resource`.
+  json Start(std::vector<std::string> args,
+             const std::string& resource = "nvidia.com/gpu",
+             const std::string& machine = "dgx-a100") {
+    StartKubelet();
+    StartPlugin(std::move(args), machine);
+    json reg = NextEventFor(resource, "register");
+    EXPECT_TRUE(reg.value("ok", false)) << reg.dump() << plugin_->Stderr();
+    return NextEventFor(resource, "devices");
+  }
+
+  json Allocate(const std::string& resource, int n, const std::string& pod) {
+    kubelet_->WriteLine("allocate " + resource + " " + std::to_string(n) +
+                        " " + pod);
+    return NextEventWhere(*kubelet_, [&](const json& e) {
+      std::string ev = e.value("event", "");
+      return (ev == "allocate" || ev == "allocate_failed") &&
+             e.value("pod", "") == pod;
+    });
+  }
+};
+
+TEST_F(SharingTest, TimeSlicingDistributedSpreadsOverGpus) {
+  json devices = Start({"--config-file", WriteConfig(TimeSlicing(4))});
+  ASSERT_THAT(devices["devices"], SizeIs(32)) << plugin_->Stderr();
+  EXPECT_THAT(devices["devices"][0]["id"].get<std::string>(),
+              HasSubstr("::0"));
+  // Pods of 4 replicas each land on 4 different GPUs while GPUs have free
+  // replicas, and load spreads evenly.
+  std::map<std::string, int> load;
+  for (int pod = 0; pod < 8; ++pod) {
+    json a = Allocate("nvidia.com/gpu", 4, "p" + std::to_string(pod));
+    ASSERT_EQ(a["event"], "allocate") << a.dump();
+    std::set<std::string> units = Units(a["devices"]);
+    EXPECT_EQ(units.size(), 4u) << a.dump();
+    std::string visible = a["response"]["envs"]["NVIDIA_VISIBLE_DEVICES"];
+    EXPECT_EQ(std::count(visible.begin(), visible.end(), ','), 3) << visible;
+    for (const std::string& u : units) load[u]++;
+  }
+  for (const auto& [unit, n] : load) EXPECT_EQ(n, 4) << unit;
+}
+
+TEST_F(SharingTest, TimeSlicingPackedFillsOneGpuFirst) {
+  json devices =
+      Start({"--config-file", WriteConfig(TimeSlicing(4)),
+             "--shared-devices-allocation-policy", "packed"});
+  ASSERT_THAT(devices["devices"], SizeIs(32));
+  json a = Allocate("nvidia.com/gpu", 3, "p1");
+  ASSERT_EQ(a["event"], "allocate") << a.dump();
+  EXPECT_EQ(Units(a["devices"]).size(), 1u) << a.dump();
+  // The next pod fills the same GPU's last replica before another GPU.
+  json b = Allocate("nvidia.com/gpu", 2, "p2");
+  std::set<std::string> first = Units(a["devices"]);
+  std::set<std::string> second = Units(b["devices"]);
+  EXPECT_EQ(second.size(), 2u);
+  EXPECT_THAT(second, Contains(*first.begin()));
+}
+
+TEST_F(SharingTest, RenameByDefaultAndFailRequestsGreaterThanOne) {
+  std::string config = TimeSlicing(
+      2, "    renameByDefault: true\n    failRequestsGreaterThanOne: true\n");
+  json devices = Start({"--config-file", WriteConfig(config)},
+                       "nvidia.com/gpu.shared");
+  ASSERT_THAT(devices["devices"], SizeIs(16));
+  EXPECT_TRUE(fs::is_socket(dir_ / "kp" / "nvidia-gpu.shared.sock"));
+  json one = Allocate("nvidia.com/gpu.shared", 1, "p1");
+  EXPECT_EQ(one["event"], "allocate") << one.dump();
+  json two = Allocate("nvidia.com/gpu.shared", 2, "p2");
+  EXPECT_EQ(two["event"], "allocate_failed") << two.dump();
+  EXPECT_THAT(two.dump(), HasSubstr("INVALID_ARGUMENT"));
+  // The plugin keeps serving after refusing.
+  EXPECT_EQ(Allocate("nvidia.com/gpu.shared", 1, "p3")["event"], "allocate");
+}
+
+TEST_F(SharingTest, MpsAnswersPipeShmAndLimits) {
+  std::string config =
+      "version: v1\nsharing:\n  mps:\n    resources:\n"
+      "    - name: nvidia.com/gpu\n      replicas: 4\n";
+  json devices = Start({"--config-file", WriteConfig(config), "--mps-root",
+                        (dir_ / "mps").string()});
+  ASSERT_THAT(devices["devices"], SizeIs(32));
+  json a = Allocate("nvidia.com/gpu", 1, "p1");
+  ASSERT_EQ(a["event"], "allocate") << a.dump();
+  const json& envs = a["response"]["envs"];
+  EXPECT_EQ(envs["CUDA_MPS_PIPE_DIRECTORY"], "/mps/nvidia.com/gpu/pipe");
+  EXPECT_EQ(envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"], "25");
+  EXPECT_EQ(envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"], "0=20480M");
+  std::set<std::string> mounts;
+  for (const json& m : a["response"]["mounts"]) {
+    mounts.insert(m["host_path"].get<std::string>() + " -> " +
+                  m["container_path"].get<std::string>());
+  }
+  std::string mps = (dir_ / "mps").string();
+  EXPECT_THAT(mounts, AllOf(Contains(mps + "/nvidia.com/gpu/pipe -> "
+                                           "/mps/nvidia.com/gpu/pipe"),
+                            Contains(mps + "/shm -> /dev/shm")));
+}
+
+TEST_F(SharingTest, VolumeMountsStrategy) {
+  Start({"--device-list-strategy", "volume-mounts"});
+  json a = Allocate("nvidia.com/gpu", 2, "p1");
+  ASSERT_EQ(a["event"], "allocate") << a.dump();
+  EXPECT_EQ(a["response"]["envs"]["NVIDIA_VISIBLE_DEVICES"],
+            "/var/run/nvidia-container-devices");
+  ASSERT_THAT(a["response"]["mounts"], SizeIs(2));
+  for (const json& m : a["response"]["mounts"]) {
+    EXPECT_EQ(m["host_path"], "/dev/null");
+    EXPECT_THAT(m["container_path"].get<std::string>(),
+                HasSubstr("/var/run/nvidia-container-devices/GPU-"));
+  }
+}
+
+TEST_F(SharingTest, CdiStrategiesAnswerNamesFromTheWrittenSpec) {
+  fs::path cdi = dir_ / "cdi";
+  Start({"--device-list-strategy", "cdi-annotations,cdi-cri",
+         "--cdi-spec-dir", cdi.string(), "--driver-root",
+         (dir_ / "root").string()});
+  // The spec names every GPU by the ID the kubelet sees.
+  std::ifstream in(cdi / "k8s.device-plugin.nvidia.com-gpu.json");
+  ASSERT_TRUE(in.good()) << plugin_->Stderr();
+  json spec = json::parse(in);
+  EXPECT_EQ(spec["kind"], "k8s.device-plugin.nvidia.com/gpu");
+  ASSERT_THAT(spec["devices"], SizeIs(8));
+  std::set<std::string> names;
+  for (const json& d : spec["devices"]) names.insert(d["name"]);
+
+  json a = Allocate("nvidia.com/gpu", 2, "p1");
+  ASSERT_EQ(a["event"], "allocate") << a.dump();
+  const json& r = a["response"];
+  EXPECT_TRUE(r["envs"].empty()) << r.dump();
+  EXPECT_TRUE(r["devices"].empty());
+  ASSERT_THAT(r["cdi_devices"], SizeIs(2));
+  for (const json& q : r["cdi_devices"]) {
+    std::string name = q;
+    ASSERT_EQ(name.rfind("k8s.device-plugin.nvidia.com/gpu=", 0), 0u);
+    EXPECT_THAT(names, Contains(name.substr(name.find('=') + 1)));
+  }
+  ASSERT_EQ(r["annotations"].size(), 1u);
+  for (const auto& [key, value] : r["annotations"].items()) {
+    EXPECT_EQ(key.rfind("cdi.k8s.io/nvidia-device-plugin_", 0), 0u) << key;
+    EXPECT_EQ(value, r["cdi_devices"][0].get<std::string>() + "," +
+                         r["cdi_devices"][1].get<std::string>());
+  }
+}
+
+}  // namespace
+}  // namespace gdp
