@@ -2,9 +2,13 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "config/names.h"
 
 namespace gdp {
 
@@ -29,6 +33,12 @@ std::vector<std::string> NormalizeKlogVerbosity(int argc,
   return out;
 }
 
+// The strategy named `name`, which CLI11 has checked.
+template <typename E>
+E Named(const std::string& name) {
+  return *ParseName<E>(name);
+}
+
 }  // namespace
 
 ParsedFlags ParseFlags(int argc, const char* const* argv) {
@@ -39,34 +49,99 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
       "gpu-device-plugin"};
   app.set_version_flag("--version", GDP_VERSION);
   app.option_defaults()->always_capture_default();
+  // Options the config file can also set, to learn which were given.
+  std::vector<std::pair<CLI::Option*, Setting>> tracked;
+  auto track = [&tracked](CLI::Option* opt, Setting s) {
+    tracked.emplace_back(opt, s);
+    return opt;
+  };
 
+  app.add_option("--config-file", c.config_file,
+                 "NVIDIA's config file (version v1, YAML or JSON); flags and "
+                 "their variables beat it, it beats the defaults")
+      ->envname("CONFIG_FILE");
   app.add_option("--kubelet-socket", c.kubelet_socket,
                  "the kubelet's registration socket; our socket goes beside it")
       ->envname("KUBELET_SOCKET");
-  app.add_option(
-         "--driver-root,--nvidia-driver-root", c.driver_root,
-         "root where the NVIDIA driver (libnvidia-ml.so.1) is installed")
-      ->envname("NVIDIA_DRIVER_ROOT");
-  app.add_option("--dev-root,--nvidia-dev-root", c.dev_root,
-                 "root of the /dev/nvidia* nodes on the host [default: the "
-                 "driver root]")
-      ->envname("NVIDIA_DEV_ROOT");
+  track(app.add_option(
+               "--driver-root,--nvidia-driver-root", c.driver_root,
+               "root where the NVIDIA driver (libnvidia-ml.so.1) is installed")
+            ->envname("NVIDIA_DRIVER_ROOT"),
+        Setting::kDriverRoot);
+  track(app.add_option("--dev-root,--nvidia-dev-root", c.dev_root,
+                       "root of the /dev/nvidia* nodes on the host [default: "
+                       "the driver root]")
+            ->envname("NVIDIA_DEV_ROOT"),
+        Setting::kDevRoot);
   app.add_option("--sysfs-root", c.sysfs_root,
                  "where sysfs is mounted (NUMA nodes of GPUs are read there)")
       ->envname("SYSFS_ROOT");
-  app.add_flag("--fail-on-init-error{true}", c.fail_on_init_error,
-               "exit if NVML cannot be loaded or initialised; with =false, "
-               "stay up and retry every 30 s")
-      ->envname("FAIL_ON_INIT_ERROR");
-  app.add_flag("--pass-device-specs{true}", c.pass_device_specs,
-               "pass /dev/nvidia* device specs in Allocate answers (needed "
-               "with the CPU manager's static policy)")
-      ->envname("PASS_DEVICE_SPECS");
-  std::string id_strategy = "uuid";
-  app.add_option("--device-id-strategy", id_strategy,
-                 "how devices are named to the kubelet: uuid or index")
-      ->envname("DEVICE_ID_STRATEGY")
-      ->check(CLI::IsMember({"uuid", "index"}));
+  app.add_option("--proc-root", c.proc_root,
+                 "where /proc is mounted (MIG capability minors are read "
+                 "from driver/nvidia-caps/mig-minors there)")
+      ->envname("PROC_ROOT");
+  track(app.add_flag("--fail-on-init-error{true}", c.fail_on_init_error,
+                     "exit if NVML cannot be loaded or initialised; with "
+                     "=false, stay up and retry every 30 s")
+            ->envname("FAIL_ON_INIT_ERROR"),
+        Setting::kFailOnInitError);
+  track(app.add_flag("--pass-device-specs{true}", c.pass_device_specs,
+                     "pass /dev/nvidia* device specs in Allocate answers "
+                     "(needed with the CPU manager's static policy)")
+            ->envname("PASS_DEVICE_SPECS"),
+        Setting::kPassDeviceSpecs);
+  std::string id_strategy(NameOf(c.device_id_strategy));
+  track(app.add_option("--device-id-strategy", id_strategy,
+                       "how devices are named to the kubelet: uuid or index")
+            ->envname("DEVICE_ID_STRATEGY")
+            ->check(CLI::IsMember(AllNames<DeviceIdStrategy>())),
+        Setting::kDeviceIdStrategy);
+  std::string mig_strategy(NameOf(c.mig_strategy));
+  track(app.add_option("--mig-strategy", mig_strategy,
+                       "how MIG devices are advertised: none, single (as "
+                       "nvidia.com/gpu) or mixed (nvidia.com/mig-<profile>)")
+            ->envname("MIG_STRATEGY")
+            ->check(CLI::IsMember(AllNames<MigStrategy>())),
+        Setting::kMigStrategy);
+  std::vector<std::string> list_strategies;
+  for (DeviceListStrategy s : c.device_list_strategies) {
+    list_strategies.emplace_back(NameOf(s));
+  }
+  track(app.add_option("--device-list-strategy", list_strategies,
+                       "how Allocate names the devices to the runtime: "
+                       "envvar, volume-mounts, cdi-annotations, cdi-cri; "
+                       "several comma-separated or repeated")
+            ->envname("DEVICE_LIST_STRATEGY")
+            ->delimiter(',')
+            ->allow_extra_args(false)
+            ->check(CLI::IsMember(AllNames<DeviceListStrategy>())),
+        Setting::kDeviceListStrategy);
+  track(app.add_option("--cdi-annotation-prefix", c.cdi_annotation_prefix,
+                       "prefix of the CDI annotation keys (cdi-annotations)")
+            ->envname("CDI_ANNOTATION_PREFIX"),
+        Setting::kCdiAnnotationPrefix);
+  CLI::Option* container_root = track(
+      app.add_option("--driver-root-ctr-path,--container-driver-root",
+                     c.container_driver_root,
+                     "where the driver root is mounted in this container; "
+                     "driver files for the CDI spec are looked up there")
+          ->envname("DRIVER_ROOT_CTR_PATH"),
+      Setting::kContainerDriverRoot);
+  track(app.add_option("--mps-root", c.mps_root,
+                       "host directory of the MPS control daemon's pipes "
+                       "and shared memory (needed for sharing.mps)")
+            ->envname("MPS_ROOT"),
+        Setting::kMpsRoot);
+  std::string policy(NameOf(c.shared_allocation_policy));
+  track(app.add_option("--shared-devices-allocation-policy", policy,
+                       "how replicas are preferred: distributed (one per "
+                       "GPU, spread) or packed (fill a GPU first)")
+            ->envname("SHARED_DEVICES_ALLOCATION_POLICY")
+            ->check(CLI::IsMember(AllNames<SharedAllocationPolicy>())),
+        Setting::kSharedAllocationPolicy);
+  app.add_option("--cdi-spec-dir", c.cdi_spec_dir,
+                 "where the CDI spec is written (cdi-* strategies)")
+      ->envname("CDI_SPEC_DIR");
   app.add_option("-v,--verbosity", c.verbosity,
                  "log verbosity (klog -v level: 1 logs every RPC, 2 every "
                  "ListAndWatch send); -v=N and --v=N work too")
@@ -88,15 +163,34 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
     out.exit_code = app.exit(e) == 0 ? 0 : 2;
     return out;
   }
+  // NVIDIA reads CONTAINER_DRIVER_ROOT after DRIVER_ROOT_CTR_PATH; CLI11
+  // takes one variable per option.
+  if (container_root->count() == 0) {
+    if (const char* v = std::getenv("CONTAINER_DRIVER_ROOT");
+        v != nullptr && *v != '\0') {
+      c.container_driver_root = v;
+      out.explicit_settings.insert(Setting::kContainerDriverRoot);
+    }
+  }
+  for (const auto& [opt, setting] : tracked) {
+    if (opt->count() > 0) out.explicit_settings.insert(setting);
+  }
   c.nvml_retry_interval = absl::Seconds(retry_s);
-  c.device_id_strategy = id_strategy == "index" ? DeviceIdStrategy::kIndex
-                                                : DeviceIdStrategy::kUuid;
-  if (absl::Status s = Validate(c); !s.ok()) {
-    std::cerr << "gpu-device-plugin: " << s.message() << "\n";
+  c.device_id_strategy = Named<DeviceIdStrategy>(id_strategy);
+  c.mig_strategy = Named<MigStrategy>(mig_strategy);
+  c.shared_allocation_policy = Named<SharedAllocationPolicy>(policy);
+  c.device_list_strategies.clear();
+  for (const std::string& s : list_strategies) {
+    c.device_list_strategies.push_back(Named<DeviceListStrategy>(s));
+  }
+  out.flag_config = c;
+  absl::StatusOr<Config> config = LoadConfig(c, out.explicit_settings);
+  if (!config.ok()) {
+    std::cerr << "gpu-device-plugin: " << config.status().message() << "\n";
     out.exit_code = 2;
     return out;
   }
-  out.config = c;
+  out.config = *std::move(config);
   return out;
 }
 

@@ -6,21 +6,34 @@
 #include <optional>
 
 #include "config/config.h"
+#include "config/load.h"
 
 namespace gdp {
 
 enum class Command { kServe, kDiscover };
 
 struct ParsedFlags {
-  std::optional<Config> config;  // absent: exit with exit_code
+  // Flags, environment and config file, validated (LoadConfig). Absent:
+  // exit with exit_code.
+  std::optional<Config> config;
   Command command = Command::kServe;
   int exit_code = 0;
+  // What a reload needs: LoadConfig(flag_config, explicit_settings) reads
+  // the config file again and applies it under the flags. flag_config holds
+  // the flags and environment over the defaults, without the file;
+  // explicit_settings the settings a flag or variable gave. Set whenever
+  // the command line parsed, even if the config was refused.
+  Config flag_config;
+  ExplicitSettings explicit_settings;
 };
 
-// Parses argv and the environment: a flag beats its environment variable,
-// which beats the default. Prints --help/--version text to stdout and usage
-// errors (naming the flag or variable) to stderr; then config is absent and
-// exit_code is 0 for help/version, 2 for a usage or validation error.
+// Parses argv and the environment (a flag beats its environment variable,
+// which beats the config file, which beats the default), then loads and
+// validates the configuration with LoadConfig. Prints --help/--version text
+// to stdout and errors to stderr, naming the flag, or the config file, line
+// and field; then config is absent and exit_code is 0 for help/version, 2
+// for a usage error, a bad value or a bad or unreadable config file.
+// An environment variable set to the empty string counts as not set.
 ParsedFlags ParseFlags(int argc, const char* const* argv);
 
 }  // namespace gdp

@@ -1,9 +1,16 @@
 #include "cmd/flags.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
 #include <vector>
+
+#include "config/names.h"
 
 namespace gdp {
 namespace {
@@ -18,9 +25,26 @@ class FlagsTest : public ::testing::Test {
   void SetUp() override {
     for (const char* v :
          {"KUBELET_SOCKET", "NVIDIA_DRIVER_ROOT", "NVIDIA_DEV_ROOT",
-          "FAIL_ON_INIT_ERROR", "PASS_DEVICE_SPECS", "DEVICE_ID_STRATEGY"}) {
+          "FAIL_ON_INIT_ERROR", "PASS_DEVICE_SPECS", "DEVICE_ID_STRATEGY",
+          "CONFIG_FILE", "MIG_STRATEGY", "DEVICE_LIST_STRATEGY",
+          "CDI_ANNOTATION_PREFIX", "DRIVER_ROOT_CTR_PATH",
+          "CONTAINER_DRIVER_ROOT", "MPS_ROOT",
+          "SHARED_DEVICES_ALLOCATION_POLICY", "CDI_SPEC_DIR", "PROC_ROOT",
+          "SYSFS_ROOT", "LOG_VERBOSITY"}) {
       unsetenv(v);
     }
+  }
+
+  // Writes a config file and returns its path.
+  std::string WriteConfig(const std::string& text) {
+    // Per test: ctest may run this binary's tests in parallel processes.
+    const std::string dir =
+        ::testing::TempDir() + "/flags_test_" +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir);
+    const std::string path = dir + "/config.yaml";
+    std::ofstream(path) << text;
+    return path;
   }
 };
 
@@ -108,6 +132,243 @@ TEST_F(FlagsTest, NvmlRetryInterval) {
   EXPECT_EQ(Parse({"--nvml-retry-interval=2"}).config->nvml_retry_interval,
             absl::Seconds(2));
   EXPECT_FALSE(Parse({"--nvml-retry-interval=0"}).config.has_value());
+}
+
+TEST_F(FlagsTest, NewFlagsAndTheirVariables) {
+  ParsedFlags f = Parse({});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->mig_strategy, MigStrategy::kNone);
+  EXPECT_EQ(f.config->device_list_strategies,
+            std::vector<DeviceListStrategy>{DeviceListStrategy::kEnvvar});
+  EXPECT_EQ(f.config->cdi_annotation_prefix, "cdi.k8s.io/");
+  EXPECT_EQ(f.config->container_driver_root, "/driver-root");
+  EXPECT_EQ(f.config->mps_root, "");
+  EXPECT_EQ(f.config->shared_allocation_policy,
+            SharedAllocationPolicy::kDistributed);
+  EXPECT_EQ(f.config->cdi_spec_dir, "/var/run/cdi");
+  EXPECT_EQ(f.config->proc_root, "/proc");
+  EXPECT_TRUE(f.explicit_settings.empty());
+
+  f = Parse({"--cdi-spec-dir=/etc/cdi", "--proc-root", "/host/proc",
+             "--device-list-strategy", "envvar,cdi-annotations",
+             "--device-list-strategy=cdi-cri", "--container-driver-root=/drv",
+             "discover"});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.command, Command::kDiscover);
+  EXPECT_EQ(f.config->cdi_spec_dir, "/etc/cdi");
+  EXPECT_EQ(f.config->proc_root, "/host/proc");
+  EXPECT_EQ(
+      f.config->device_list_strategies,
+      (std::vector<DeviceListStrategy>{DeviceListStrategy::kEnvvar,
+                                       DeviceListStrategy::kCdiAnnotations,
+                                       DeviceListStrategy::kCdiCri}));
+  EXPECT_EQ(f.config->container_driver_root, "/drv");
+
+  setenv("CDI_SPEC_DIR", "/env/cdi", 1);
+  setenv("PROC_ROOT", "/env/proc", 1);
+  f = Parse({});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->cdi_spec_dir, "/env/cdi");
+  EXPECT_EQ(f.config->proc_root, "/env/proc");
+}
+
+// NVIDIA reads DRIVER_ROOT_CTR_PATH, then CONTAINER_DRIVER_ROOT.
+TEST_F(FlagsTest, ContainerDriverRootVariables) {
+  setenv("CONTAINER_DRIVER_ROOT", "/second", 1);
+  ParsedFlags f = Parse({});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->container_driver_root, "/second");
+  EXPECT_TRUE(f.explicit_settings.contains(Setting::kContainerDriverRoot));
+  setenv("DRIVER_ROOT_CTR_PATH", "/first", 1);
+  EXPECT_EQ(Parse({}).config->container_driver_root, "/first");
+  EXPECT_EQ(
+      Parse({"--driver-root-ctr-path=/flag"}).config->container_driver_root,
+      "/flag");
+}
+
+// An empty variable counts as not set.
+TEST_F(FlagsTest, EmptyVariableIsNotSet) {
+  setenv("MIG_STRATEGY", "", 1);
+  setenv("CONTAINER_DRIVER_ROOT", "", 1);
+  ParsedFlags f = Parse({});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->mig_strategy, MigStrategy::kNone);
+  EXPECT_TRUE(f.explicit_settings.empty());
+}
+
+TEST_F(FlagsTest, BadNewValuesAreUsageErrors) {
+  for (std::vector<const char*> args :
+       {std::vector<const char*>{"--mig-strategy=Mixed"},
+        {"--device-list-strategy=envvar,nvlink"},
+        {"--device-list-strategy=envvar,envvar"},
+        {"--shared-devices-allocation-policy=spread"},
+        {"--cdi-annotation-prefix=cdi.k8s.io"},
+        {"--mps-root=relative"},
+        {"--cdi-spec-dir=relative"},
+        {"--proc-root=relative"},
+        {"--container-driver-root=relative"}}) {
+    ParsedFlags f = Parse(args);
+    EXPECT_FALSE(f.config.has_value()) << args[0];
+    EXPECT_EQ(f.exit_code, 2) << args[0];
+  }
+  setenv("MIG_STRATEGY", "bogus", 1);
+  EXPECT_EQ(Parse({}).exit_code, 2);
+}
+
+// For each setting the file can give: default < file < env < flag.
+TEST_F(FlagsTest, FlagBeatsEnvBeatsFileBeatsDefault) {
+  struct Case {
+    Setting setting;
+    const char* file;  // under flags:
+    const char* env_name;
+    const char* env_value;
+    const char* flag;
+    std::function<std::string(const Config&)> get;
+    const char* want_default;
+    const char* want_file;
+    const char* want_env;
+    const char* want_flag;
+  };
+  auto dls = [](const Config& c) {
+    std::string out;
+    for (DeviceListStrategy s : c.device_list_strategies) {
+      out += std::string(NameOf(s)) + ";";
+    }
+    return out;
+  };
+  const Case cases[] = {
+      {Setting::kMigStrategy, "migStrategy: single", "MIG_STRATEGY", "mixed",
+       "--mig-strategy=none",
+       [](const Config& c) { return std::string(NameOf(c.mig_strategy)); },
+       "none", "single", "mixed", "none"},
+      {Setting::kFailOnInitError, "failOnInitError: false",
+       "FAIL_ON_INIT_ERROR", "true", "--fail-on-init-error=false",
+       [](const Config& c) { return std::to_string(c.fail_on_init_error); },
+       "1", "0", "1", "0"},
+      {Setting::kDriverRoot, "nvidiaDriverRoot: /file", "NVIDIA_DRIVER_ROOT",
+       "/env", "--nvidia-driver-root=/flag",
+       [](const Config& c) { return c.driver_root; }, "/", "/file", "/env",
+       "/flag"},
+      {Setting::kDevRoot, "nvidiaDevRoot: /file", "NVIDIA_DEV_ROOT", "/env",
+       "--dev-root=/flag", [](const Config& c) { return c.DevRoot(); }, "/",
+       "/file", "/env", "/flag"},
+      {Setting::kMpsRoot, "mpsRoot: /file", "MPS_ROOT", "/env",
+       "--mps-root=/flag", [](const Config& c) { return c.mps_root; }, "",
+       "/file", "/env", "/flag"},
+      {Setting::kPassDeviceSpecs, "plugin: {passDeviceSpecs: true}",
+       "PASS_DEVICE_SPECS", "false", "--pass-device-specs",
+       [](const Config& c) { return std::to_string(c.pass_device_specs); }, "0",
+       "1", "0", "1"},
+      {Setting::kDeviceListStrategy,
+       "plugin: {deviceListStrategy: [volume-mounts, cdi-cri]}",
+       "DEVICE_LIST_STRATEGY", "cdi-annotations,envvar",
+       "--device-list-strategy=cdi-cri", dls, "envvar;",
+       "volume-mounts;cdi-cri;", "cdi-annotations;envvar;", "cdi-cri;"},
+      {Setting::kDeviceIdStrategy, "plugin: {deviceIDStrategy: index}",
+       "DEVICE_ID_STRATEGY", "uuid", "--device-id-strategy=index",
+       [](const Config& c) {
+         return std::string(NameOf(c.device_id_strategy));
+       },
+       "uuid", "index", "uuid", "index"},
+      {Setting::kCdiAnnotationPrefix,
+       "plugin: {cdiAnnotationPrefix: file.example.com/}",
+       "CDI_ANNOTATION_PREFIX", "env.example.com/",
+       "--cdi-annotation-prefix=flag.example.com/",
+       [](const Config& c) { return c.cdi_annotation_prefix; }, "cdi.k8s.io/",
+       "file.example.com/", "env.example.com/", "flag.example.com/"},
+      {Setting::kContainerDriverRoot, "plugin: {containerDriverRoot: /file}",
+       "DRIVER_ROOT_CTR_PATH", "/env", "--container-driver-root=/flag",
+       [](const Config& c) { return c.container_driver_root; }, "/driver-root",
+       "/file", "/env", "/flag"},
+      {Setting::kSharedAllocationPolicy,
+       "plugin: {sharedDevicesAllocationPolicy: packed}",
+       "SHARED_DEVICES_ALLOCATION_POLICY", "distributed",
+       "--shared-devices-allocation-policy=packed",
+       [](const Config& c) {
+         return std::string(NameOf(c.shared_allocation_policy));
+       },
+       "distributed", "packed", "distributed", "packed"},
+  };
+  // Every setting the file can give is covered.
+  ASSERT_EQ(std::size(cases), std::size(kSettingNames));
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.flag);
+    SetUp();
+    ParsedFlags f = Parse({});
+    ASSERT_TRUE(f.config.has_value());
+    EXPECT_EQ(c.get(*f.config), c.want_default);
+
+    const std::string file =
+        WriteConfig(std::string("version: v1\nflags:\n  ") + c.file + "\n");
+    setenv("CONFIG_FILE", file.c_str(), 1);
+    f = Parse({});
+    ASSERT_TRUE(f.config.has_value());
+    EXPECT_EQ(c.get(*f.config), c.want_file);
+    EXPECT_FALSE(f.explicit_settings.contains(c.setting));
+    // The flags' own config stays without the file, for reloads.
+    EXPECT_EQ(c.get(f.flag_config), c.want_default);
+
+    setenv(c.env_name, c.env_value, 1);
+    f = Parse({});
+    ASSERT_TRUE(f.config.has_value());
+    EXPECT_EQ(c.get(*f.config), c.want_env);
+    EXPECT_TRUE(f.explicit_settings.contains(c.setting));
+
+    f = Parse({c.flag});
+    ASSERT_TRUE(f.config.has_value());
+    EXPECT_EQ(c.get(*f.config), c.want_flag);
+    EXPECT_EQ(f.explicit_settings, ExplicitSettings{c.setting});
+  }
+}
+
+// The file's own settings come through ParseFlags, --config-file works as
+// CONFIG_FILE does, and a reload with the same flags sees a changed file.
+TEST_F(FlagsTest, ConfigFileAndReload) {
+  const std::string path = WriteConfig(R"(version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: gpu
+      replicas: 4
+)");
+  ParsedFlags f = Parse({"--config-file", path.c_str()});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->config_file, path);
+  EXPECT_EQ(f.config->sharing.strategy, SharingStrategy::kTimeSlicing);
+  EXPECT_EQ(f.config->sharing.resources.at(0).replicas, 4);
+  EXPECT_EQ(f.flag_config.sharing, Sharing{});
+
+  WriteConfig("version: v1\nflags:\n  migStrategy: single\n");
+  absl::StatusOr<Config> reloaded =
+      LoadConfig(f.flag_config, f.explicit_settings);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status();
+  EXPECT_EQ(reloaded->sharing, Sharing{});
+  EXPECT_EQ(reloaded->mig_strategy, MigStrategy::kSingle);
+}
+
+// A bad or missing config file refuses start with exit code 2; the flags
+// are still returned.
+TEST_F(FlagsTest, BadConfigFileRefusesStart) {
+  const std::string path = WriteConfig(R"(version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: gpu
+      replicas: 1
+)");
+  ::testing::internal::CaptureStderr();
+  ParsedFlags f = Parse({"--config-file", path.c_str()});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(f.config.has_value());
+  EXPECT_EQ(f.exit_code, 2);
+  EXPECT_EQ(f.flag_config.config_file, path);
+  EXPECT_EQ(err, "gpu-device-plugin: " + path +
+                     ":6: sharing.timeSlicing.resources[0].replicas: must be "
+                     "at least 2, got 1\n");
+
+  f = Parse({"--config-file=/no/such/config.yaml"});
+  EXPECT_FALSE(f.config.has_value());
+  EXPECT_EQ(f.exit_code, 2);
 }
 
 TEST_F(FlagsTest, DiscoverSubcommand) {

@@ -1,62 +1,314 @@
 #include "config/config.h"
 
 #include <filesystem>
+#include <set>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "config/names.h"
 
 namespace gdp {
 namespace {
 
-absl::Status AbsolutePath(const char* name, const std::string& value) {
-  if (value.empty() || value[0] != '/') {
+// Checks one setting; each error is "<where(path)>: <message>".
+class Checker {
+ public:
+  explicit Checker(absl::FunctionRef<std::string(absl::string_view)> where)
+      : where_(where) {}
+
+  absl::Status Error(absl::string_view path, absl::string_view message) const {
     return absl::InvalidArgumentError(
-        absl::StrCat(name, " must be an absolute path, got '", value, "'"));
+        absl::StrCat(where_(path), ": ", message));
+  }
+
+  std::string Where(absl::string_view path) const { return where_(path); }
+
+  absl::Status AbsolutePath(absl::string_view path,
+                            const std::string& value) const {
+    if (value.empty() || value[0] != '/') {
+      return Error(path,
+                   absl::StrCat("must be an absolute path, got '", value, "'"));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status ResourceName(absl::string_view path,
+                            absl::string_view name) const {
+    if (absl::Status s = CheckResourceName(name); !s.ok()) {
+      return Error(path, s.message());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::FunctionRef<std::string(absl::string_view)> where_;
+};
+
+absl::Status ValidateKubeletSocket(const Config& c, const Checker& check) {
+  if (absl::Status s = check.AbsolutePath("--kubelet-socket", c.kubelet_socket);
+      !s.ok()) {
+    return s;
+  }
+  std::filesystem::path kubelet(c.kubelet_socket);
+  if (!kubelet.has_filename()) {
+    return check.Error(
+        "--kubelet-socket",
+        absl::StrCat("must name a socket file, got '", c.kubelet_socket, "'"));
+  }
+  // sockaddr_un holds 108 bytes including the NUL.
+  std::string ours = (kubelet.parent_path() / kSocketName).string();
+  for (const std::string& path : {c.kubelet_socket, ours}) {
+    if (path.size() > 107) {
+      return check.Error(
+          "--kubelet-socket",
+          absl::StrCat("socket path '", path,
+                       "' is longer than the 107 bytes a unix socket address "
+                       "holds; use a shorter directory"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePaths(const Config& c, const Checker& check) {
+  struct Path {
+    absl::string_view name;
+    const std::string& value;
+    bool optional;  // empty allowed
+  };
+  const Path paths[] = {
+      {"flags.nvidiaDriverRoot", c.driver_root, false},
+      {"flags.nvidiaDevRoot", c.dev_root, true},
+      {"--sysfs-root", c.sysfs_root, false},
+      {"flags.plugin.containerDriverRoot", c.container_driver_root, false},
+      {"flags.mpsRoot", c.mps_root, true},
+      {"--cdi-spec-dir", c.cdi_spec_dir, false},
+      {"--proc-root", c.proc_root, false},
+      {"flags.gfd.outputFile", c.gfd.output_file, false},
+      {"flags.gfd.machineTypeFile", c.gfd.machine_type_file, false},
+  };
+  for (const Path& p : paths) {
+    if (p.optional && p.value.empty()) continue;
+    if (absl::Status s = check.AbsolutePath(p.name, p.value); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDeviceListStrategies(const Config& c,
+                                          const Checker& check) {
+  constexpr absl::string_view kPath = "flags.plugin.deviceListStrategy";
+  if (c.device_list_strategies.empty()) {
+    return check.Error(kPath, absl::StrCat("needs at least one of ",
+                                           NameChoices<DeviceListStrategy>()));
+  }
+  std::set<DeviceListStrategy> seen;
+  for (DeviceListStrategy s : c.device_list_strategies) {
+    if (!seen.insert(s).second) {
+      return check.Error(kPath, absl::StrCat("lists '", NameOf(s), "' twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidatePatterns(const std::vector<ResourcePattern>& patterns,
+                              absl::string_view base, const Checker& check) {
+  absl::flat_hash_map<std::string, size_t> seen;  // pattern -> index
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    const std::string entry = absl::StrCat(base, "[", i, "]");
+    const ResourcePattern& r = patterns[i];
+    if (r.pattern.empty()) {
+      return check.Error(absl::StrCat(entry, ".pattern"), "must not be empty");
+    }
+    if (auto [it, added] = seen.emplace(r.pattern, i); !added) {
+      return check.Error(absl::StrCat(entry, ".pattern"),
+                         absl::StrCat("'", r.pattern, "' is already used by ",
+                                      base, "[", it->second, "]"));
+    }
+    if (absl::Status s =
+            check.ResourceName(absl::StrCat(entry, ".name"), r.name);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDevices(const SharedDevices& d, absl::string_view path,
+                             const Checker& check) {
+  switch (d.kind) {
+    case SharedDevices::Kind::kAll:
+      return absl::OkStatus();
+    case SharedDevices::Kind::kCount:
+      if (d.count < 1) {
+        return check.Error(path, absl::StrCat("a number of devices must be at "
+                                              "least 1, got ",
+                                              d.count));
+      }
+      return absl::OkStatus();
+    case SharedDevices::Kind::kList:
+      break;
+  }
+  if (d.list.empty()) {
+    return check.Error(path, "must list at least one device");
+  }
+  absl::flat_hash_map<std::string, size_t> seen;
+  for (size_t i = 0; i < d.list.size(); ++i) {
+    const std::string item = absl::StrCat(path, "[", i, "]");
+    if (!IsDeviceRef(d.list[i])) {
+      return check.Error(item,
+                         absl::StrCat("'", d.list[i],
+                                      "' is not a GPU index (\"0\"), MIG index "
+                                      "(\"0:1\"), GPU UUID or MIG UUID"));
+    }
+    if (auto [it, added] = seen.emplace(d.list[i], i); !added) {
+      return check.Error(
+          item, absl::StrCat("'", d.list[i], "' is already listed at [",
+                             it->second, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::string_view SharingPath(SharingStrategy s) {
+  return s == SharingStrategy::kMps ? "sharing.mps" : "sharing.timeSlicing";
+}
+
+absl::Status ValidateSharing(const Config& c, const Checker& check) {
+  const Sharing& sharing = c.sharing;
+  if (sharing.strategy == SharingStrategy::kNone) {
+    if (!sharing.resources.empty()) {
+      return check.Error("sharing",
+                         "has resources but neither timeSlicing nor mps");
+    }
+    return absl::OkStatus();
+  }
+  const std::string base(SharingPath(sharing.strategy));
+  const std::string resources = absl::StrCat(base, ".resources");
+  if (sharing.resources.empty()) {
+    return check.Error(resources, "must list at least one resource");
+  }
+  // Full names of the entries, and the names they are advertised under.
+  absl::flat_hash_map<std::string, size_t> names;
+  absl::flat_hash_map<std::string, size_t> advertised;
+  for (size_t i = 0; i < sharing.resources.size(); ++i) {
+    const SharedResource& r = sharing.resources[i];
+    const std::string entry = absl::StrCat(resources, "[", i, "]");
+    const std::string name_path = absl::StrCat(entry, ".name");
+    if (absl::Status s = check.ResourceName(name_path, r.name); !s.ok()) {
+      return s;
+    }
+    if (auto [it, added] = names.emplace(r.name, i); !added) {
+      return check.Error(name_path,
+                         absl::StrCat("'", r.name, "' is already listed at ",
+                                      resources, "[", it->second, "]"));
+    }
+    const std::string rename_path = absl::StrCat(entry, ".rename");
+    if (!r.rename.empty()) {
+      if (absl::Status s = check.ResourceName(rename_path, r.rename); !s.ok()) {
+        return s;
+      }
+    } else if (sharing.rename_by_default) {
+      if (absl::Status s = CheckResourceName(AdvertisedName(sharing, r));
+          !s.ok()) {
+        return check.Error(name_path,
+                           absl::StrCat("with renameByDefault, ", s.message()));
+      }
+    }
+    if (r.replicas < 2) {
+      return check.Error(absl::StrCat(entry, ".replicas"),
+                         absl::StrCat("must be at least 2, got ", r.replicas));
+    }
+    if (absl::Status s =
+            ValidateDevices(r.devices, absl::StrCat(entry, ".devices"), check);
+        !s.ok()) {
+      return s;
+    }
+  }
+  // A shared resource may not be advertised under a name another entry
+  // shares (or keeps for the devices it does not share).
+  for (size_t i = 0; i < sharing.resources.size(); ++i) {
+    const SharedResource& r = sharing.resources[i];
+    const std::string name = AdvertisedName(sharing, r);
+    const std::string path = absl::StrCat(
+        resources, "[", i, r.rename.empty() ? "].name" : "].rename");
+    if (auto it = names.find(name); it != names.end() && it->second != i) {
+      return check.Error(
+          path, absl::StrCat("is advertised as '", name, "', the name of ",
+                             resources, "[", it->second, "]"));
+    }
+    if (auto [it, added] = advertised.emplace(name, i); !added) {
+      return check.Error(
+          path, absl::StrCat("is advertised as '", name, "', as ", resources,
+                             "[", it->second, "] is"));
+    }
+  }
+  if (sharing.strategy == SharingStrategy::kMps) {
+    if (c.mps_root.empty()) {
+      return check.Error(base,
+                         "needs the MPS root directory (--mps-root, MPS_ROOT "
+                         "or flags.mpsRoot)");
+    }
+    // As NVIDIA: MPS shares full GPUs only.
+    if (c.mig_strategy == MigStrategy::kMixed) {
+      return check.Error(
+          base,
+          absl::StrCat("cannot be used with MIG strategy 'mixed' (set by ",
+                       check.Where("flags.migStrategy"), ")"));
+    }
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status Validate(const Config& c) {
-  if (absl::Status s = AbsolutePath("--kubelet-socket", c.kubelet_socket);
+std::string AdvertisedName(const Sharing& sharing, const SharedResource& r) {
+  if (!r.rename.empty()) return r.rename;
+  if (sharing.rename_by_default) return absl::StrCat(r.name, kSharedSuffix);
+  return r.name;
+}
+
+absl::Status Validate(const Config& c,
+                      absl::FunctionRef<std::string(absl::string_view)> where) {
+  Checker check(where);
+  if (absl::Status s = ValidateKubeletSocket(c, check); !s.ok()) return s;
+  if (absl::Status s = ValidatePaths(c, check); !s.ok()) return s;
+  if (c.nvml_retry_interval <= absl::ZeroDuration()) {
+    return check.Error("--nvml-retry-interval", "must be positive");
+  }
+  if (c.verbosity < 0) {
+    return check.Error("-v",
+                       absl::StrCat("must be 0 or more, got ", c.verbosity));
+  }
+  if (absl::Status s = CheckAnnotationPrefix(c.cdi_annotation_prefix);
+      !s.ok()) {
+    return check.Error("flags.plugin.cdiAnnotationPrefix", s.message());
+  }
+  if (absl::Status s = ValidateDeviceListStrategies(c, check); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          ValidatePatterns(c.gpu_resources, "resources.gpus", check);
       !s.ok()) {
     return s;
   }
-  std::filesystem::path kubelet(c.kubelet_socket);
-  if (!kubelet.has_filename()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--kubelet-socket must name a socket file, got '",
-                     c.kubelet_socket, "'"));
-  }
-  // sockaddr_un holds 108 bytes including the NUL.
-  std::string ours = (kubelet.parent_path() / kSocketName).string();
-  for (const std::string& path : {c.kubelet_socket, ours}) {
-    if (path.size() > 107) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "socket path '", path,
-          "' is longer than the 107 bytes a unix "
-          "socket address holds; use a shorter --kubelet-socket directory"));
-    }
-  }
-  if (absl::Status s = AbsolutePath("--driver-root", c.driver_root); !s.ok()) {
+  if (absl::Status s =
+          ValidatePatterns(c.mig_resources, "resources.mig", check);
+      !s.ok()) {
     return s;
   }
-  if (!c.dev_root.empty()) {
-    if (absl::Status s = AbsolutePath("--dev-root", c.dev_root); !s.ok()) {
-      return s;
-    }
-  }
-  if (absl::Status s = AbsolutePath("--sysfs-root", c.sysfs_root); !s.ok()) {
-    return s;
-  }
-  if (c.nvml_retry_interval <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--nvml-retry-interval must be positive");
-  }
-  if (c.verbosity < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("-v must be 0 or more, got ", c.verbosity));
+  if (absl::Status s = ValidateSharing(c, check); !s.ok()) return s;
+  if (c.gfd.sleep_interval <= absl::ZeroDuration()) {
+    return check.Error("flags.gfd.sleepInterval", "must be positive");
   }
   return absl::OkStatus();
+}
+
+absl::Status Validate(const Config& config) {
+  return Validate(config, [](absl::string_view path) {
+    for (const SettingName& n : kSettingNames) {
+      if (n.file_path == path) return std::string(n.flag);
+    }
+    return std::string(path);
+  });
 }
 
 }  // namespace gdp

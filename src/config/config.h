@@ -1,13 +1,16 @@
-// The daemon's settings as a plain struct. Filled from flags and environment
-// in main (cmd/flags.cc) and validated once before anything starts; nothing
-// below main reads the environment.
+// The daemon's settings as a plain struct. Filled from flags, environment
+// (cmd/flags.cc) and NVIDIA's config file by LoadConfig (config/load.h), and
+// validated before use: at start and on every reload. Nothing below main
+// reads the environment.
 #ifndef GDP_CONFIG_CONFIG_H_
 #define GDP_CONFIG_CONFIG_H_
 
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "device/device.h"
 
@@ -57,6 +60,8 @@ struct SharedResource {
 struct Sharing {
   SharingStrategy strategy = SharingStrategy::kNone;  // which section was set
   bool rename_by_default = false;
+  // Refuse Allocate of more than one replica. In the file it defaults to
+  // false for timeSlicing and to true for mps, as in NVIDIA's plugin.
   bool fail_requests_greater_than_one = false;
   std::vector<SharedResource> resources;
   bool operator==(const Sharing&) const = default;
@@ -69,6 +74,20 @@ struct ResourcePattern {
   std::string pattern;
   std::string name;
   bool operator==(const ResourcePattern&) const = default;
+};
+
+// flags.gfd of the config file: NVIDIA's GPU feature discovery settings,
+// with GFD's defaults. Read and validated here; used by node labelling.
+struct GfdConfig {
+  bool oneshot = false;       // label once and exit
+  bool no_timestamp = false;  // leave out nvidia.com/gfd.timestamp
+  // Between labellings; absl::InfiniteDuration() ("infinite"): label once,
+  // then sleep.
+  absl::Duration sleep_interval = absl::Seconds(60);
+  std::string output_file =
+      "/etc/kubernetes/node-feature-discovery/features.d/gfd";
+  std::string machine_type_file = "/sys/class/dmi/id/product_name";
+  bool operator==(const GfdConfig&) const = default;
 };
 
 struct Config {
@@ -107,14 +126,75 @@ struct Config {
   // Where /proc is: MIG capability minors are read from
   // <proc_root>/driver/nvidia-caps/mig-minors.
   std::string proc_root = "/proc";
+  GfdConfig gfd;  // flags.gfd of the config file
 
   const std::string& DevRoot() const {
     return dev_root.empty() ? driver_root : dev_root;
   }
 };
 
-// Result on failure: InvalidArgument naming the setting and what is wrong.
+// A setting that both a flag (or its environment variable) and the config
+// file can give. A flag or variable beats the file, which beats the default.
+enum class Setting {
+  kMigStrategy,
+  kFailOnInitError,
+  kDriverRoot,
+  kDevRoot,
+  kMpsRoot,
+  kPassDeviceSpecs,
+  kDeviceListStrategy,
+  kDeviceIdStrategy,
+  kCdiAnnotationPrefix,
+  kContainerDriverRoot,
+  kSharedAllocationPolicy,
+};
+
+struct SettingName {
+  Setting setting;
+  absl::string_view flag;       // "--mig-strategy"
+  absl::string_view file_path;  // "flags.migStrategy"
+};
+
+inline constexpr SettingName kSettingNames[] = {
+    {Setting::kMigStrategy, "--mig-strategy", "flags.migStrategy"},
+    {Setting::kFailOnInitError, "--fail-on-init-error",
+     "flags.failOnInitError"},
+    {Setting::kDriverRoot, "--driver-root", "flags.nvidiaDriverRoot"},
+    {Setting::kDevRoot, "--dev-root", "flags.nvidiaDevRoot"},
+    {Setting::kMpsRoot, "--mps-root", "flags.mpsRoot"},
+    {Setting::kPassDeviceSpecs, "--pass-device-specs",
+     "flags.plugin.passDeviceSpecs"},
+    {Setting::kDeviceListStrategy, "--device-list-strategy",
+     "flags.plugin.deviceListStrategy"},
+    {Setting::kDeviceIdStrategy, "--device-id-strategy",
+     "flags.plugin.deviceIDStrategy"},
+    {Setting::kCdiAnnotationPrefix, "--cdi-annotation-prefix",
+     "flags.plugin.cdiAnnotationPrefix"},
+    {Setting::kContainerDriverRoot, "--driver-root-ctr-path",
+     "flags.plugin.containerDriverRoot"},
+    {Setting::kSharedAllocationPolicy, "--shared-devices-allocation-policy",
+     "flags.plugin.sharedDevicesAllocationPolicy"},
+};
+
+// The name `r` is advertised under: its rename if set, else
+// "<name>.shared" if sharing.rename_by_default, else its name.
+std::string AdvertisedName(const Sharing& sharing, const SharedResource& r);
+
+// Checks every setting and the rules between them (NVIDIA's, and stricter
+// ones of ours: see config_file.h). Names are full ("nvidia.com/..."): the
+// config file's short names are qualified when it is read.
+// Result on failure: InvalidArgument naming the setting (its flag, or its
+// path in the config file for settings only the file has) and what is wrong.
 absl::Status Validate(const Config& config);
+
+// Validate, naming each setting as `where(path)` does. `path` is the
+// setting's path in the config file ("flags.migStrategy",
+// "sharing.mps.resources[0].replicas"; a flag such as "--kubelet-socket"
+// for settings the file cannot give). Messages are "<where(path)>: <what
+// is wrong>". Validate(config) names settings by their flag where they
+// have one, else by their path.
+absl::Status Validate(const Config& config,
+                      absl::FunctionRef<std::string(absl::string_view)> where);
 
 }  // namespace gdp
 

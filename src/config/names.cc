@@ -1,0 +1,198 @@
+#include "config/names.h"
+
+#include <cstdint>
+#include <regex>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace gdp {
+namespace {
+
+template <typename E>
+struct Names;
+
+template <>
+struct Names<MigStrategy> {
+  static constexpr std::pair<MigStrategy, absl::string_view> kAll[] = {
+      {MigStrategy::kNone, "none"},
+      {MigStrategy::kSingle, "single"},
+      {MigStrategy::kMixed, "mixed"},
+  };
+};
+
+template <>
+struct Names<DeviceListStrategy> {
+  static constexpr std::pair<DeviceListStrategy, absl::string_view> kAll[] = {
+      {DeviceListStrategy::kEnvvar, "envvar"},
+      {DeviceListStrategy::kVolumeMounts, "volume-mounts"},
+      {DeviceListStrategy::kCdiAnnotations, "cdi-annotations"},
+      {DeviceListStrategy::kCdiCri, "cdi-cri"},
+  };
+};
+
+template <>
+struct Names<DeviceIdStrategy> {
+  static constexpr std::pair<DeviceIdStrategy, absl::string_view> kAll[] = {
+      {DeviceIdStrategy::kUuid, "uuid"},
+      {DeviceIdStrategy::kIndex, "index"},
+  };
+};
+
+template <>
+struct Names<SharedAllocationPolicy> {
+  static constexpr std::pair<SharedAllocationPolicy, absl::string_view> kAll[] =
+      {
+          {SharedAllocationPolicy::kDistributed, "distributed"},
+          {SharedAllocationPolicy::kPacked, "packed"},
+      };
+};
+
+template <>
+struct Names<SharingStrategy> {
+  static constexpr std::pair<SharingStrategy, absl::string_view> kAll[] = {
+      {SharingStrategy::kNone, "none"},
+      {SharingStrategy::kTimeSlicing, "time-slicing"},
+      {SharingStrategy::kMps, "mps"},
+  };
+};
+
+bool IsDnsSubdomain(absl::string_view s) {
+  static const std::regex kSubdomain(
+      "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  return s.size() <= 253 && std::regex_match(s.begin(), s.end(), kSubdomain);
+}
+
+bool IsUuid(absl::string_view s) {
+  static const std::regex kUuid(
+      "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+      "[0-9a-fA-F]{12}");
+  return std::regex_match(s.begin(), s.end(), kUuid);
+}
+
+// A decimal number that fits 64 bits, as Go's strconv.ParseUint(s, 10, 0).
+bool IsUnsigned(absl::string_view s) {
+  static const std::regex kDigits("[0-9]+");
+  uint64_t unused = 0;
+  return std::regex_match(s.begin(), s.end(), kDigits) &&
+         absl::SimpleAtoi(s, &unused);
+}
+
+bool IsGpuUuid(absl::string_view s) {
+  return absl::ConsumePrefix(&s, "GPU-") && IsUuid(s);
+}
+
+}  // namespace
+
+template <typename E>
+std::optional<E> ParseName(absl::string_view name) {
+  for (const auto& [value, spelling] : Names<E>::kAll) {
+    if (spelling == name) return value;
+  }
+  return std::nullopt;
+}
+
+template <typename E>
+absl::string_view NameOf(E value) {
+  for (const auto& [v, spelling] : Names<E>::kAll) {
+    if (v == value) return spelling;
+  }
+  return "unknown";
+}
+
+template <typename E>
+std::vector<std::string> AllNames() {
+  std::vector<std::string> out;
+  for (const auto& entry : Names<E>::kAll) {
+    out.emplace_back(entry.second);
+  }
+  return out;
+}
+
+template <typename E>
+std::string NameChoices() {
+  std::string out;
+  const size_t n = std::size(Names<E>::kAll);
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0) absl::StrAppend(&out, i + 1 == n ? " or " : ", ");
+    absl::StrAppend(&out, Names<E>::kAll[i].second);
+  }
+  return out;
+}
+
+#define GDP_NAMES_INSTANTIATE(E)                             \
+  template std::optional<E> ParseName<E>(absl::string_view); \
+  template absl::string_view NameOf<E>(E);                   \
+  template std::vector<std::string> AllNames<E>();           \
+  template std::string NameChoices<E>();
+GDP_NAMES_INSTANTIATE(MigStrategy)
+GDP_NAMES_INSTANTIATE(DeviceListStrategy)
+GDP_NAMES_INSTANTIATE(DeviceIdStrategy)
+GDP_NAMES_INSTANTIATE(SharedAllocationPolicy)
+GDP_NAMES_INSTANTIATE(SharingStrategy)
+#undef GDP_NAMES_INSTANTIATE
+
+std::string QualifyResourceName(absl::string_view name) {
+  if (absl::StartsWith(name, kResourcePrefix)) return std::string(name);
+  return absl::StrCat(kResourcePrefix, name);
+}
+
+absl::Status CheckResourceName(absl::string_view name) {
+  absl::string_view local = name;
+  if (!absl::ConsumePrefix(&local, kResourcePrefix)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resource name '", name, "' must start with '", kResourcePrefix, "'"));
+  }
+  if (name.size() > kMaxResourceNameLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resource name '", name, "' is ", name.size(),
+        " characters long; at most ", kMaxResourceNameLength, " are allowed"));
+  }
+  if (absl::StrContains(local, '/')) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resource name '", name, "' has more than one '/'; only the ",
+        kResourcePrefix, " domain is allowed"));
+  }
+  if (!IsDnsSubdomain(local)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "resource name '", name, "': '", local,
+        "' must consist of lower-case letters, digits, '-' and '.', and "
+        "start and end with a letter or digit"));
+  }
+  return absl::OkStatus();
+}
+
+bool IsDeviceRef(absl::string_view ref) {
+  if (IsUnsigned(ref)) return true;
+  std::vector<absl::string_view> mig = absl::StrSplit(ref, ':');
+  if (mig.size() == 2 && IsUnsigned(mig[0]) && IsUnsigned(mig[1])) {
+    return true;
+  }
+  if (IsGpuUuid(ref)) return true;
+  absl::string_view rest = ref;
+  if (!absl::ConsumePrefix(&rest, "MIG-")) return false;
+  if (IsUuid(rest)) return true;
+  std::vector<absl::string_view> parts = absl::StrSplit(rest, '/');
+  return parts.size() == 3 && IsGpuUuid(parts[0]) && IsUnsigned(parts[1]) &&
+         IsUnsigned(parts[2]);
+}
+
+absl::Status CheckAnnotationPrefix(absl::string_view prefix) {
+  absl::string_view domain = prefix;
+  if (!absl::ConsumeSuffix(&domain, "/")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", prefix, "' must end with '/'"));
+  }
+  if (!IsDnsSubdomain(domain)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", domain,
+        "' before the '/' must be a DNS subdomain (lower-case letters, "
+        "digits, '-' and '.', starting and ending with a letter or digit)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gdp
