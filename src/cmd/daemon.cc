@@ -4,7 +4,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include <filesystem>
+
+#include "absl/strings/str_join.h"
 #include "cdi/spec.h"
+#include "cdi/write_spec.h"
 #include "device/mig_caps.h"
 #include "resources/resources.h"
 #include "util/logging.h"
@@ -26,6 +30,29 @@ bool NeedsMigMinors(const Config& c, const NodeGpus& node) {
          std::any_of(node.gpus.begin(), node.gpus.end(), [](const GpuInfo& g) {
            return g.mig_enabled && !g.migs.empty();
          });
+}
+
+// Writes the CDI spec for `devices` (all resources together) into
+// config.cdi_spec_dir, or removes it when there are none.
+absl::Status WriteCdiSpec(const Config& c, const NodeGpus& node,
+                          const std::vector<Device>& devices) {
+  if (devices.empty()) return cdi::RemoveSpec(c.cdi_spec_dir);
+  cdi::CdiSpecOptions o;
+  o.host_driver_root = c.driver_root;
+  std::error_code ec;
+  o.lookup_root = std::filesystem::is_directory(c.container_driver_root, ec)
+                      ? c.container_driver_root
+                      : c.driver_root;
+  o.dev_root = c.DevRoot();
+  o.driver_version = node.driver_version;
+  absl::StatusOr<nlohmann::json> spec = cdi::GenerateSpec(o, devices);
+  if (!spec.ok()) return spec.status();
+  if (absl::Status s = cdi::WriteSpec(c.cdi_spec_dir, *spec); !s.ok()) {
+    return s;
+  }
+  LOG_INFO("Wrote the CDI spec for {} device(s) to {}/{}",
+           (*spec)["devices"].size(), c.cdi_spec_dir, cdi::SpecFileName());
+  return absl::OkStatus();
 }
 
 // Settings that can only change with a restart of the process.

@@ -14,10 +14,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "cmd/flags.h"
-#include "device/device_set.h"
+#include "cmd/daemon.h"
+#include "config/load.h"
 #include "nvml/nvml.h"
-#include "plugin/lifecycle.h"
-#include "plugin/service.h"
+#include "util/file_watcher.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -27,27 +27,28 @@ namespace {
 struct StopState {
   absl::Notification requested;
   std::atomic<bool> exiting{false};  // main wakes the signal thread to end it
+  std::atomic<bool> reload{false};   // SIGHUP seen, not yet handled
   absl::Mutex mu;
-  PluginLifecycle* lifecycle ABSL_GUARDED_BY(mu) = nullptr;
+  FileWatcher* watcher ABSL_GUARDED_BY(mu) = nullptr;  // main's wait
 };
 
-// Waits for SIGTERM/SIGINT (stop) and SIGHUP (serve and register again).
-// REQUIRES: those signals are blocked in every thread.
+// Waits for SIGTERM/SIGINT (stop) and SIGHUP (reload the config), and wakes
+// main's wait. REQUIRES: those signals are blocked in every thread.
 void SignalLoop(StopState* stop, sigset_t signals) {
   for (;;) {
     int sig = 0;
     if (sigwait(&signals, &sig) != 0) continue;
     absl::MutexLock lock(&stop->mu);
     if (sig == SIGHUP) {
-      LOG_INFO("SIGHUP: serving and registering again");
-      if (stop->lifecycle != nullptr) stop->lifecycle->Restart();
+      stop->reload = true;
+      if (stop->watcher != nullptr) stop->watcher->Wake();
       continue;
     }
     if (!stop->exiting.load()) {
       LOG_INFO("Received signal {} ({}), shutting down", sig, strsignal(sig));
     }
     stop->requested.Notify();
-    if (stop->lifecycle != nullptr) stop->lifecycle->Stop();
+    if (stop->watcher != nullptr) stop->watcher->Wake();
     return;
   }
 }
@@ -149,7 +150,40 @@ int Discover(const Config& cfg) {
   return 0;
 }
 
-int Serve(const Config& cfg) {
+// Serves until SIGTERM/SIGINT, reloading the config on SIGHUP and when the
+// config file changes.
+void ServeUntilStopped(const ParsedFlags& flags, Daemon* daemon,
+                       StopState* stop) {
+  auto watcher = FileWatcher::Create(daemon->config().config_file);
+  if (!watcher.ok()) {
+    LOG_ERROR("Not watching the config file ({}); reload with SIGHUP",
+              watcher.status().message());
+    watcher = FileWatcher::Create("");
+    if (!watcher.ok()) {
+      LOG_FATAL("{}", watcher.status().message());
+      return;
+    }
+  }
+  {
+    absl::MutexLock lock(&stop->mu);
+    stop->watcher = watcher->get();
+  }
+  while (!stop->requested.HasBeenNotified()) {
+    FileWatcher::Event event = (*watcher)->Wait(absl::InfiniteDuration());
+    if (stop->requested.HasBeenNotified()) break;
+    bool hup = stop->reload.exchange(false);
+    if (!hup && event != FileWatcher::Event::kChanged) continue;
+    LOG_INFO("{}: reloading the config",
+             hup ? std::string("SIGHUP")
+                 : "Config file " + daemon->config().config_file + " changed");
+    (void)daemon->Reload(LoadConfig(flags.flag_config, flags.explicit_settings));
+  }
+  absl::MutexLock lock(&stop->mu);
+  stop->watcher = nullptr;
+}
+
+int Serve(const ParsedFlags& flags) {
+  const Config& cfg = *flags.config;
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -161,38 +195,24 @@ int Serve(const Config& cfg) {
 
   LOG_INFO("Starting gpu-device-plugin {} (kubelet socket {}, driver root {})",
            GDP_VERSION, cfg.kubelet_socket, cfg.driver_root);
+  if (!cfg.config_file.empty()) {
+    LOG_INFO("Config file {}", cfg.config_file);
+  }
   int exit_code = 0;
   {
     std::unique_ptr<Nvml> nvml;
     NodeGpus node;
     if (OpenAndDiscover(cfg, &stop, &nvml, &node, &exit_code)) {
       LogGpus(*nvml, node);
-      DeviceSet devices(GpuDevices(node, cfg.device_id_strategy));
-      AllocatorOptions options;
-      options.pass_device_specs = cfg.pass_device_specs;
-      options.dev_root = cfg.DevRoot();
-      Allocator allocator(options);
-      auto lifecycle = PluginLifecycle::Create(
-          {.kubelet_socket = cfg.kubelet_socket,
-           .socket_name = kSocketName,
-           .resource_name = kResourceName},
-          [&] {
-            return std::make_unique<DevicePluginService>(devices, allocator);
-          });
-      if (!lifecycle.ok()) {
-        LOG_FATAL("{}", lifecycle.status().message());
+      Daemon daemon(*nvml, cfg);
+      if (absl::Status s = daemon.Start(std::move(node)); !s.ok()) {
+        LOG_FATAL("{}", s.message());
         exit_code = 1;
       } else {
-        {
-          absl::MutexLock lock(&stop.mu);
-          stop.lifecycle = lifecycle->get();
-        }
-        if (!stop.requested.HasBeenNotified()) (*lifecycle)->Run();
-        absl::MutexLock lock(&stop.mu);
-        stop.lifecycle = nullptr;
+        ServeUntilStopped(flags, &daemon, &stop);
       }
-    }
-  }  // the server stops before NVML shuts down
+    }  // the plugins stop before NVML shuts down
+  }
   if (!stop.requested.HasBeenNotified()) {
     stop.exiting = true;
     kill(getpid(), SIGTERM);
@@ -212,5 +232,5 @@ int main(int argc, char** argv) {
   if (flags.command == gdp::Command::kDiscover) {
     return gdp::Discover(*flags.config);
   }
-  return gdp::Serve(*flags.config);
+  return gdp::Serve(flags);
 }
