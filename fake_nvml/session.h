@@ -38,6 +38,30 @@ class Session {
   // it (null, garbage, or from an earlier session). Never dereferences it.
   std::optional<unsigned> IndexOf(nvmlDevice_t handle) const;
 
+  // A MIG device, GPU instance or compute instance: its GPU and its
+  // position in that GPU's mig_devices (MIG devices, compute instances) or
+  // gpu_instances (GPU instances).
+  struct InstanceRef {
+    unsigned gpu = 0;
+    unsigned pos = 0;
+  };
+
+  // The handle of MIG device `mig` of GPU `gpu` (both in range); stable for
+  // the session. The same kind of value as a GPU handle, never equal to one.
+  nvmlDevice_t MigHandle(unsigned gpu, unsigned mig) const;
+  // The MIG device behind `handle`, or nullopt when it is not a MIG device
+  // handle of this session. Never dereferences it.
+  std::optional<InstanceRef> MigOf(nvmlDevice_t handle) const;
+
+  // GPU instance `pos` of GPU `gpu`, and back.
+  nvmlGpuInstance_t GpuInstanceHandle(unsigned gpu, unsigned pos) const;
+  std::optional<InstanceRef> GpuInstanceOf(nvmlGpuInstance_t handle) const;
+
+  // The compute instance of MIG device `mig` of GPU `gpu`, and back.
+  nvmlComputeInstance_t ComputeInstanceHandle(unsigned gpu, unsigned mig) const;
+  std::optional<InstanceRef> ComputeInstanceOf(
+      nvmlComputeInstance_t handle) const;
+
   // Whether GPU `index` has fallen off the bus (fault "lose").
   bool lost(unsigned index) const { return lost_[index]; }
   void set_lost(unsigned index, bool lost) { lost_[index] = lost; }
