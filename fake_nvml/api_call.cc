@@ -72,6 +72,10 @@ void ApiCall::SetMig(unsigned gpu, unsigned mig) {
     status_ = NVML_ERROR_GPU_IS_LOST;
     return;
   }
+  if (std::optional<nvmlReturn_t> failure = session_->mig_failure(gpu, mig)) {
+    status_ = *failure;
+    return;
+  }
   index_ = gpu;
   mig_ = mig;
   gpu_instance_ = this->gpu().mig_devices[mig].gpu_instance;

@@ -35,13 +35,15 @@ class ABSL_SCOPED_LOCKABLE ApiCall {
   // A call about `device`. status() as above, then INVALID_ARGUMENT if
   // `device` is not a handle of the current session, NOT_SUPPORTED for a
   // MIG device handle unless `accept` is kGpuOrMig, GPU_IS_LOST if its GPU
-  // (a MIG device's parent) is lost.
+  // (a MIG device's parent) is lost, and for a MIG device the code of an
+  // active "fail-mig" fault on it.
   explicit ApiCall(nvmlDevice_t device, Accept accept = Accept::kGpu)
       ABSL_EXCLUSIVE_LOCK_FUNCTION(state_mutex);
 
   // A call about a GPU instance or compute instance: status() as above,
-  // then INVALID_ARGUMENT if it is not one of the current session, and
-  // GPU_IS_LOST if its GPU is lost.
+  // then INVALID_ARGUMENT if it is not one of the current session,
+  // GPU_IS_LOST if its GPU is lost, and for a compute instance the code of
+  // an active "fail-mig" fault on its MIG device.
   explicit ApiCall(nvmlGpuInstance_t gpu_instance)
       ABSL_EXCLUSIVE_LOCK_FUNCTION(state_mutex);
   explicit ApiCall(nvmlComputeInstance_t compute_instance)
@@ -86,7 +88,8 @@ class ABSL_SCOPED_LOCKABLE ApiCall {
   nvmlReturn_t Refresh() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
 
  private:
-  // Sets the call to MIG device `mig` of GPU `gpu`, or GPU_IS_LOST.
+  // Sets the call to MIG device `mig` of GPU `gpu`, or to GPU_IS_LOST or the
+  // device's "fail-mig" code.
   void SetMig(unsigned gpu, unsigned mig);
 
   Session* session_ = nullptr;

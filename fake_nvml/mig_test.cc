@@ -461,6 +461,62 @@ TEST_F(MigTest, LostGpuTakesItsInstancesAlong) {
   EXPECT_EQ(value, 3u);
 }
 
+TEST_F(MigTest, FailMigFailsOneMigDeviceUntilRecover) {
+  const nvmlDevice_t mig1 = Mig(0, 1);
+  const nvmlDevice_t mig2 = Mig(0, 2);
+  nvmlComputeInstance_t ci = nullptr;
+  ASSERT_EQ(NVML(nvmlGpuInstanceGetComputeInstanceById)(GpuInstance(3), 0, &ci),
+            NVML_SUCCESS);
+  Control("fail-mig 0 1 4");
+  unsigned value = 0;
+  ASSERT_TRUE(Eventually([&] {
+    return NVML(nvmlDeviceGetGpuInstanceId)(mig1, &value) ==
+           NVML_ERROR_NO_PERMISSION;
+  }));
+  char text[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+  nvmlComputeInstanceInfo_t info;
+  EXPECT_EQ(NVML(nvmlDeviceGetUUID)(mig1, text, sizeof(text)),
+            NVML_ERROR_NO_PERMISSION);
+  EXPECT_EQ(NVML(nvmlComputeInstanceGetInfo_v2)(ci, &info),
+            NVML_ERROR_NO_PERMISSION);
+  EXPECT_EQ(Mig(0, 1), mig1) << "the handle is still found";
+  EXPECT_EQ(NVML(nvmlDeviceGetGpuInstanceId)(mig2, &value), NVML_SUCCESS);
+  EXPECT_EQ(NVML(nvmlDeviceGetUUID)(Device(0), text, sizeof(text)),
+            NVML_SUCCESS);
+  Control("recover");
+  ASSERT_TRUE(Eventually([&] {
+    return NVML(nvmlDeviceGetGpuInstanceId)(mig1, &value) == NVML_SUCCESS;
+  }));
+}
+
+TEST_F(MigTest, BadFailMigLinesAreReportedAndSkipped) {
+  const nvmlDevice_t gpu1 = Device(1);
+  ::testing::internal::CaptureStderr();
+  Control("fail-mig 0 4 999");
+  Control("fail-mig 1 0 999");
+  Control("fail-mig 0 1");
+  Control("fail-mig 0 1 0");
+  Control("fail-mig 0 x 999");
+  Control("lose 1");
+  const bool lost = Eventually([&] {
+    unsigned minor = 0;
+    return NVML(nvmlDeviceGetMinorNumber)(gpu1, &minor) ==
+           NVML_ERROR_GPU_IS_LOST;
+  });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(lost);
+  EXPECT_THAT(
+      err, ::testing::HasSubstr("control line 1: no MIG device 4 on GPU 0\n"));
+  EXPECT_THAT(
+      err, ::testing::HasSubstr("control line 2: no MIG device 0 on GPU 1\n"));
+  EXPECT_THAT(err, ::testing::HasSubstr("control line 3: wrong number"));
+  EXPECT_THAT(err, ::testing::HasSubstr("control line 4: fail-mig needs"));
+  EXPECT_THAT(err,
+              ::testing::HasSubstr("control line 5: bad MIG device index"));
+  unsigned value = 0;
+  EXPECT_EQ(NVML(nvmlDeviceGetGpuInstanceId)(Mig(0, 0), &value), NVML_SUCCESS);
+}
+
 TEST_F(MigTest, HandlesDieWithTheirSession) {
   const nvmlDevice_t mig = Mig(0, 0);
   const nvmlGpuInstance_t gi = GpuInstance(2);

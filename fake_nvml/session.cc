@@ -118,6 +118,17 @@ void Session::set_failure(std::optional<nvmlReturn_t> code) {
   for (auto& [handle, set] : event_sets_) set->Wake();
 }
 
+std::optional<nvmlReturn_t> Session::mig_failure(unsigned gpu,
+                                                 unsigned mig) const {
+  const auto it = mig_failures_.find(std::pair{gpu, mig});
+  if (it == mig_failures_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Session::set_mig_failure(unsigned gpu, unsigned mig, nvmlReturn_t code) {
+  mig_failures_[std::pair{gpu, mig}] = code;
+}
+
 nvmlEventSet_t Session::CreateEventSet() {
   auto set = std::make_shared<EventSet>();
   auto handle = reinterpret_cast<nvmlEventSet_t>(set.get());

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -73,6 +74,12 @@ class Session {
   void set_failure(std::optional<nvmlReturn_t> code)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
 
+  // The code every call about MIG device `mig` of GPU `gpu` returns while a
+  // "fail-mig" fault is active, and setting and clearing those faults.
+  std::optional<nvmlReturn_t> mig_failure(unsigned gpu, unsigned mig) const;
+  void set_mig_failure(unsigned gpu, unsigned mig, nvmlReturn_t code);
+  void clear_mig_failures() { mig_failures_.clear(); }
+
   // Creates an empty event set and returns its handle.
   nvmlEventSet_t CreateEventSet();
 
@@ -94,6 +101,8 @@ class Session {
   const unsigned generation_;
   std::vector<bool> lost_;
   std::optional<nvmlReturn_t> failure_;
+  absl::flat_hash_map<std::pair<unsigned, unsigned>, nvmlReturn_t>
+      mig_failures_;
   // Keyed by the handle given out, which is the set's own address. Shared
   // so a waiter keeps its set alive across a concurrent free or shutdown.
   absl::flat_hash_map<nvmlEventSet_t, std::shared_ptr<EventSet>> event_sets_;
