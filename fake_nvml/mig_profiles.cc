@@ -20,47 +20,44 @@ constexpr uint8_t kStartsWhole = 0x01;       // 0
 // The profile rows of one product family. Columns: query index, profile ID,
 // name, compute slices, memory slices, instances, SMs, copy engines,
 // decoders, encoders, JPEG, OFA, memory MiB, placements.
-std::vector<GiProfile> A100Profiles40Gb() {
-  return {
-      {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "1g.5gb", 1, 1, 7, 14, 1, 0, 0, 0,
-       0, 4864, kStartsOneSlice},
-      {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, "1g.5gb+me", 1, 1, 1, 14, 1,
-       1, 0, 1, 1, 4864, kStartsOneSlice},
-      {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, "1g.10gb", 1, 2, 4, 14, 1, 1,
-       0, 0, 0, 9856, kStartsTwoMemory},
-      {NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, "2g.10gb", 2, 2, 3, 28, 2, 1, 0,
-       0, 0, 9856, kStartsTwoSlices},
-      {NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, "3g.20gb", 3, 4, 2, 42, 3, 2, 0, 0,
-       0, 19968, kStartsFourMemory},
-      {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, "4g.20gb", 4, 4, 1, 56, 4, 2, 0, 0,
-       0, 19968, kStartsWhole},
-      {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "7g.40gb", 7, 8, 1, 98, 7, 5, 0, 1,
-       1, 40192, kStartsWhole},
-  };
-}
+constexpr GiProfile kA100Profiles40Gb[] = {
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "1g.5gb", 1, 1, 7, 14, 1, 0, 0, 0,
+     0, 4864, kStartsOneSlice},
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, "1g.5gb+me", 1, 1, 1, 14, 1, 1,
+     0, 1, 1, 4864, kStartsOneSlice},
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, "1g.10gb", 1, 2, 4, 14, 1, 1,
+     0, 0, 0, 9856, kStartsTwoMemory},
+    {NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, "2g.10gb", 2, 2, 3, 28, 2, 1, 0, 0,
+     0, 9856, kStartsTwoSlices},
+    {NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, "3g.20gb", 3, 4, 2, 42, 3, 2, 0, 0,
+     0, 19968, kStartsFourMemory},
+    {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, "4g.20gb", 4, 4, 1, 56, 4, 2, 0, 0,
+     0, 19968, kStartsWhole},
+    {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "7g.40gb", 7, 8, 1, 98, 7, 5, 0, 1,
+     1, 40192, kStartsWhole},
+};
 
-std::vector<GiProfile> A100Profiles80Gb() {
-  return {
-      {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "1g.10gb", 1, 1, 7, 14, 1, 0, 0,
-       0, 0, 9728, kStartsOneSlice},
-      {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, "1g.10gb+me", 1, 1, 1, 14, 1,
-       1, 0, 1, 1, 9728, kStartsOneSlice},
-      {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, "1g.20gb", 1, 2, 4, 14, 1, 1,
-       0, 0, 0, 19968, kStartsTwoMemory},
-      {NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, "2g.20gb", 2, 2, 3, 28, 2, 1, 0,
-       0, 0, 19968, kStartsTwoSlices},
-      {NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, "3g.40gb", 3, 4, 2, 42, 3, 2, 0, 0,
-       0, 40192, kStartsFourMemory},
-      {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, "4g.40gb", 4, 4, 1, 56, 4, 2, 0, 0,
-       0, 40192, kStartsWhole},
-      {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "7g.80gb", 7, 8, 1, 98, 7, 5, 0, 1,
-       1, 80896, kStartsWhole},
-  };
-}
+constexpr GiProfile kA100Profiles80Gb[] = {
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "1g.10gb", 1, 1, 7, 14, 1, 0, 0, 0,
+     0, 9728, kStartsOneSlice},
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, "1g.10gb+me", 1, 1, 1, 14, 1,
+     1, 0, 1, 1, 9728, kStartsOneSlice},
+    {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, 15, "1g.20gb", 1, 2, 4, 14, 1, 1,
+     0, 0, 0, 19968, kStartsTwoMemory},
+    {NVML_GPU_INSTANCE_PROFILE_2_SLICE, 14, "2g.20gb", 2, 2, 3, 28, 2, 1, 0, 0,
+     0, 19968, kStartsTwoSlices},
+    {NVML_GPU_INSTANCE_PROFILE_3_SLICE, 9, "3g.40gb", 3, 4, 2, 42, 3, 2, 0, 0,
+     0, 40192, kStartsFourMemory},
+    {NVML_GPU_INSTANCE_PROFILE_4_SLICE, 5, "4g.40gb", 4, 4, 1, 56, 4, 2, 0, 0,
+     0, 40192, kStartsWhole},
+    {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "7g.80gb", 7, 8, 1, 98, 7, 5, 0, 1,
+     1, 80896, kStartsWhole},
+};
 
 // H100 80GB: SXM5 (HBM3) and PCIe differ only in SM counts.
-std::vector<GiProfile> H100Profiles80Gb(const std::array<unsigned, 7>& sms) {
-  return {
+constexpr std::array<GiProfile, 7> H100Profiles(
+    const std::array<unsigned, 7>& sms) {
+  return {{
       {NVML_GPU_INSTANCE_PROFILE_1_SLICE, 19, "1g.10gb", 1, 1, 7, sms[0], 1, 1,
        0, 1, 0, 9984, kStartsOneSlice},
       {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, 20, "1g.10gb+me", 1, 1, 1,
@@ -75,19 +72,27 @@ std::vector<GiProfile> H100Profiles80Gb(const std::array<unsigned, 7>& sms) {
        0, 4, 0, 40448, kStartsWhole},
       {NVML_GPU_INSTANCE_PROFILE_7_SLICE, 0, "7g.80gb", 7, 8, 1, sms[6], 8, 7,
        0, 7, 1, 81152, kStartsWhole},
-  };
+  }};
 }
 
-const std::vector<MigProduct>& Products() {
-  static const auto* const products = new std::vector<MigProduct>{
-      {{"NVIDIA A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB"}, A100Profiles40Gb()},
-      {{"NVIDIA A100-SXM4-80GB", "NVIDIA A100 80GB PCIe"}, A100Profiles80Gb()},
-      {{"NVIDIA H100 80GB HBM3"},
-       H100Profiles80Gb({16, 16, 26, 32, 60, 64, 132})},
-      {{"NVIDIA H100 PCIe"}, H100Profiles80Gb({14, 14, 14, 30, 46, 62, 114})},
-  };
-  return *products;
-}
+constexpr std::array<GiProfile, 7> kH100SxmProfiles =
+    H100Profiles({16, 16, 26, 32, 60, 64, 132});
+constexpr std::array<GiProfile, 7> kH100PcieProfiles =
+    H100Profiles({14, 14, 14, 30, 46, 62, 114});
+
+constexpr const char* kA100Names40Gb[] = {"NVIDIA A100-SXM4-40GB",
+                                          "NVIDIA A100-PCIE-40GB"};
+constexpr const char* kA100Names80Gb[] = {"NVIDIA A100-SXM4-80GB",
+                                          "NVIDIA A100 80GB PCIe"};
+constexpr const char* kH100SxmNames[] = {"NVIDIA H100 80GB HBM3"};
+constexpr const char* kH100PcieNames[] = {"NVIDIA H100 PCIe"};
+
+constexpr MigProduct kProducts[] = {
+    {kA100Names40Gb, kA100Profiles40Gb},
+    {kA100Names80Gb, kA100Profiles80Gb},
+    {kH100SxmNames, kH100SxmProfiles},
+    {kH100PcieNames, kH100PcieProfiles},
+};
 
 // The compute slice counts a compute instance profile may have, indexed by
 // NVML_COMPUTE_INSTANCE_PROFILE_*; 0 for profiles the fake does not offer.
@@ -107,8 +112,8 @@ uint64_t Fnv1a(absl::string_view text, uint64_t basis) {
 }  // namespace
 
 const MigProduct* FindMigProduct(absl::string_view gpu_name) {
-  for (const MigProduct& product : Products()) {
-    for (const std::string& name : product.names) {
+  for (const MigProduct& product : kProducts) {
+    for (const char* name : product.names) {
       if (name == gpu_name) return &product;
     }
   }
@@ -116,8 +121,8 @@ const MigProduct* FindMigProduct(absl::string_view gpu_name) {
 }
 
 std::string KnownMigProducts() {
-  std::vector<std::string> names;
-  for (const MigProduct& product : Products()) {
+  std::vector<absl::string_view> names;
+  for (const MigProduct& product : kProducts) {
     names.insert(names.end(), product.names.begin(), product.names.end());
   }
   return absl::StrJoin(names, ", ");

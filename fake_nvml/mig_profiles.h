@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,12 @@ struct GiProfile {
   uint8_t starts;  // bit s set: memory slice s is a valid placement start
 };
 
-// The MIG profiles of one product, matched by its NVML name.
+// The MIG profiles of one product, matched by its NVML name. Static data:
+// nothing is allocated, so nothing is left behind when the library is
+// unloaded.
 struct MigProduct {
-  std::vector<std::string> names;
-  std::vector<GiProfile> profiles;
+  std::span<const char* const> names;
+  std::span<const GiProfile> profiles;
 };
 
 // The product named `gpu_name` (nvmlDeviceGetName), or null if the fake has

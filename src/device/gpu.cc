@@ -103,7 +103,7 @@ absl::StatusOr<MigInfo> DescribeMig(const Nvml& nvml, nvmlDevice_t gpu,
 
 // Fills g->migs for GPU `gpu` with MIG enabled. A MIG device NVML cannot
 // describe is left out with its error in *unusable. Result on failure: the
-// MIG devices cannot be enumerated.
+// MIG devices cannot be enumerated, or the GPU was lost meanwhile.
 absl::Status DiscoverMigs(const Nvml& nvml, nvmlDevice_t gpu, GpuInfo* g,
                           std::vector<absl::Status>* unusable) {
   auto count = nvml.MaxMigDeviceCount(gpu);
@@ -112,6 +112,8 @@ absl::Status DiscoverMigs(const Nvml& nvml, nvmlDevice_t gpu, GpuInfo* g,
   for (unsigned j = 0; j < *count; ++j) {
     auto mig = nvml.MigDeviceByIndex(gpu, j);
     if (NvmlCode(mig.status()) == NVML_ERROR_NOT_FOUND) continue;
+    // A GPU lost on the way is lost as a whole, not MIG device by device.
+    if (NvmlCode(mig.status()) == NVML_ERROR_GPU_IS_LOST) return mig.status();
     if (!mig.ok()) {
       unusable->push_back(ForMig(g->index, j, mig.status()));
       continue;
@@ -124,6 +126,8 @@ absl::Status DiscoverMigs(const Nvml& nvml, nvmlDevice_t gpu, GpuInfo* g,
     auto info = DescribeMig(nvml, gpu, g->memory_bytes, *profiles, j, *mig);
     if (info.ok()) {
       g->migs.push_back(*std::move(info));
+    } else if (NvmlCode(info.status()) == NVML_ERROR_GPU_IS_LOST) {
+      return info.status();
     } else {
       unusable->push_back(ForMig(g->index, j, info.status()));
     }
