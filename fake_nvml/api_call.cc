@@ -12,9 +12,45 @@ ApiCall::ApiCall() {
   Refresh();
 }
 
-ApiCall::ApiCall(nvmlDevice_t device) {
+ApiCall::ApiCall(nvmlDevice_t device, Accept accept) {
   state_mutex.Lock();
-  if (Refresh() == NVML_SUCCESS) status_ = Resolve(device, &index_);
+  if (Refresh() != NVML_SUCCESS) return;
+  if (std::optional<Session::InstanceRef> mig = session_->MigOf(device)) {
+    if (accept == Accept::kGpu) {
+      status_ = NVML_ERROR_NOT_SUPPORTED;
+    } else {
+      SetMig(mig->gpu, mig->pos);
+    }
+    return;
+  }
+  status_ = Resolve(device, &index_);
+}
+
+ApiCall::ApiCall(nvmlGpuInstance_t gpu_instance) {
+  state_mutex.Lock();
+  if (Refresh() != NVML_SUCCESS) return;
+  const std::optional<Session::InstanceRef> gi =
+      session_->GpuInstanceOf(gpu_instance);
+  if (!gi.has_value()) {
+    status_ = NVML_ERROR_INVALID_ARGUMENT;
+  } else if (session_->lost(gi->gpu)) {
+    status_ = NVML_ERROR_GPU_IS_LOST;
+  } else {
+    index_ = gi->gpu;
+    gpu_instance_ = gi->pos;
+  }
+}
+
+ApiCall::ApiCall(nvmlComputeInstance_t compute_instance) {
+  state_mutex.Lock();
+  if (Refresh() != NVML_SUCCESS) return;
+  const std::optional<Session::InstanceRef> ci =
+      session_->ComputeInstanceOf(compute_instance);
+  if (!ci.has_value()) {
+    status_ = NVML_ERROR_INVALID_ARGUMENT;
+    return;
+  }
+  SetMig(ci->gpu, ci->pos);
 }
 
 ApiCall::~ApiCall() { state_mutex.Unlock(); }
@@ -31,9 +67,26 @@ nvmlReturn_t ApiCall::Refresh() {
   return status_;
 }
 
+void ApiCall::SetMig(unsigned gpu, unsigned mig) {
+  if (session_->lost(gpu)) {
+    status_ = NVML_ERROR_GPU_IS_LOST;
+    return;
+  }
+  if (std::optional<nvmlReturn_t> failure = session_->mig_failure(gpu, mig)) {
+    status_ = *failure;
+    return;
+  }
+  index_ = gpu;
+  mig_ = mig;
+  gpu_instance_ = this->gpu().mig_devices[mig].gpu_instance;
+}
+
 nvmlReturn_t ApiCall::Resolve(nvmlDevice_t device, unsigned* index) const {
   const std::optional<unsigned> found = session_->IndexOf(device);
-  if (!found.has_value()) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!found.has_value()) {
+    return session_->MigOf(device).has_value() ? NVML_ERROR_NOT_SUPPORTED
+                                               : NVML_ERROR_INVALID_ARGUMENT;
+  }
   if (session_->lost(*found)) return NVML_ERROR_GPU_IS_LOST;
   *index = *found;
   return NVML_SUCCESS;

@@ -6,9 +6,14 @@
 //   ApiCall call(device);
 //   if (call.status() != NVML_SUCCESS) return call.status();
 //   ... use call.gpu() ...
+//
+// Device calls take GPU handles only unless they say they accept MIG device
+// handles too; a MIG device handle passed to a GPU-only call is a valid
+// handle for a query the device does not support: NOT_SUPPORTED.
 #ifndef GDP_FAKE_NVML_API_CALL_H_
 #define GDP_FAKE_NVML_API_CALL_H_
 
+#include <optional>
 #include <string>
 
 #include "fake_nvml/machine.h"
@@ -24,10 +29,24 @@ class ABSL_SCOPED_LOCKABLE ApiCall {
   // code of an active "fail" fault, or SUCCESS.
   ApiCall() ABSL_EXCLUSIVE_LOCK_FUNCTION(state_mutex);
 
+  // Which device handles a device call accepts.
+  enum class Accept { kGpu, kGpuOrMig };
+
   // A call about `device`. status() as above, then INVALID_ARGUMENT if
-  // `device` is not a handle of the current session, GPU_IS_LOST if its GPU
-  // is lost.
-  explicit ApiCall(nvmlDevice_t device)
+  // `device` is not a handle of the current session, NOT_SUPPORTED for a
+  // MIG device handle unless `accept` is kGpuOrMig, GPU_IS_LOST if its GPU
+  // (a MIG device's parent) is lost, and for a MIG device the code of an
+  // active "fail-mig" fault on it.
+  explicit ApiCall(nvmlDevice_t device, Accept accept = Accept::kGpu)
+      ABSL_EXCLUSIVE_LOCK_FUNCTION(state_mutex);
+
+  // A call about a GPU instance or compute instance: status() as above,
+  // then INVALID_ARGUMENT if it is not one of the current session,
+  // GPU_IS_LOST if its GPU is lost, and for a compute instance the code of
+  // an active "fail-mig" fault on its MIG device.
+  explicit ApiCall(nvmlGpuInstance_t gpu_instance)
+      ABSL_EXCLUSIVE_LOCK_FUNCTION(state_mutex);
+  explicit ApiCall(nvmlComputeInstance_t compute_instance)
       ABSL_EXCLUSIVE_LOCK_FUNCTION(state_mutex);
 
   ~ApiCall() ABSL_UNLOCK_FUNCTION();
@@ -40,12 +59,28 @@ class ABSL_SCOPED_LOCKABLE ApiCall {
   // The current session; only when status() is SUCCESS.
   Session& session() const { return *session_; }
 
-  // The GPU of a device call; only when status() is SUCCESS.
+  // The GPU of a device call (a MIG device's or instance's parent); only
+  // when status() is SUCCESS.
   unsigned index() const { return index_; }
   const Gpu& gpu() const { return session_->machine().gpus[index_]; }
 
-  // Checks a further device argument with the rules of the device
-  // constructor; on SUCCESS stores its GPU index in *index.
+  // The MIG device of a call about a MIG device handle or compute instance
+  // (its index under the GPU), nullopt for a GPU handle.
+  std::optional<unsigned> mig() const { return mig_; }
+  const MigDevice& mig_device() const { return gpu().mig_devices[*mig_]; }
+  // The GPU instance of a call about a MIG device, compute instance or GPU
+  // instance.
+  const GpuInstance& gpu_instance() const {
+    return gpu().gpu_instances[gpu_instance_];
+  }
+  unsigned gpu_instance_pos() const { return gpu_instance_; }
+  // The compute instance of a call about a MIG device or compute instance.
+  const ComputeInstance& compute_instance() const {
+    return gpu_instance().compute_instances[mig_device().compute_instance];
+  }
+
+  // Checks a further GPU handle argument with the rules of the device
+  // constructor (GPU handles only); on SUCCESS stores its index in *index.
   nvmlReturn_t Resolve(nvmlDevice_t device, unsigned* index) const;
 
   // Re-evaluates status() (initialized, no "fail" fault) after state_mutex
@@ -53,9 +88,15 @@ class ABSL_SCOPED_LOCKABLE ApiCall {
   nvmlReturn_t Refresh() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
 
  private:
+  // Sets the call to MIG device `mig` of GPU `gpu`, or to GPU_IS_LOST or the
+  // device's "fail-mig" code.
+  void SetMig(unsigned gpu, unsigned mig);
+
   Session* session_ = nullptr;
   nvmlReturn_t status_ = NVML_SUCCESS;
   unsigned index_ = 0;
+  std::optional<unsigned> mig_;
+  unsigned gpu_instance_ = 0;
 };
 
 // Copies `value` and its NUL into `buffer` of `length` bytes: INVALID_ARGUMENT

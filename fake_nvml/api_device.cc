@@ -1,6 +1,7 @@
 // Exported NVML entry points: per-device queries.
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "fake_nvml/api_call.h"
 #include "fake_nvml/machine.h"
@@ -22,6 +23,26 @@ nvmlReturn_t GetPciInfo(nvmlDevice_t device, nvmlPciInfo_t* pci, size_t bytes) {
   return NVML_SUCCESS;
 }
 
+// What nvmlDeviceGetName reports for the call's device: the product name,
+// and for a MIG device " MIG " and its profile ("... MIG 1g.10gb").
+std::string DeviceName(const fn::ApiCall& call) {
+  if (!call.mig().has_value()) return call.gpu().name;
+  return call.gpu().name + " MIG " + call.compute_instance().profile.name;
+}
+
+// Total and used memory of the call's device, in bytes: a MIG device has
+// its GPU instance's memory, none of it used.
+void DeviceMemory(const fn::ApiCall& call, unsigned long long* total,
+                  unsigned long long* used) {
+  if (call.mig().has_value()) {
+    *total = call.gpu_instance().profile->memory_mib << 20;
+    *used = 0;
+  } else {
+    *total = call.gpu().memory_total_bytes;
+    *used = call.gpu().memory_used_bytes;
+  }
+}
+
 // The v1/v2 struct ends after pciSubSystemId.
 constexpr size_t kPciInfoV2Bytes =
     offsetof(nvmlPciInfo_t, pciSubSystemId) + sizeof(unsigned int);
@@ -32,16 +53,18 @@ extern "C" {
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
                                unsigned int length) {
-  fn::ApiCall call(device);
+  fn::ApiCall call(device, fn::ApiCall::Accept::kGpuOrMig);
   if (call.status() != NVML_SUCCESS) return call.status();
-  return fn::CopyString(call.gpu().name, name, length);
+  return fn::CopyString(DeviceName(call), name, length);
 }
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
                                unsigned int length) {
-  fn::ApiCall call(device);
+  fn::ApiCall call(device, fn::ApiCall::Accept::kGpuOrMig);
   if (call.status() != NVML_SUCCESS) return call.status();
-  return fn::CopyString(call.gpu().uuid, uuid, length);
+  return fn::CopyString(
+      call.mig().has_value() ? call.mig_device().uuid : call.gpu().uuid, uuid,
+      length);
 }
 
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device,
@@ -54,10 +77,10 @@ nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device,
 }
 
 nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
-  fn::ApiCall call(device);
+  fn::ApiCall call(device, fn::ApiCall::Accept::kGpuOrMig);
   if (call.status() != NVML_SUCCESS) return call.status();
   if (index == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  *index = call.index();
+  *index = call.mig().value_or(call.index());
   return NVML_SUCCESS;
 }
 
@@ -75,33 +98,31 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
                                      nvmlMemory_t* memory) {
-  fn::ApiCall call(device);
+  fn::ApiCall call(device, fn::ApiCall::Accept::kGpuOrMig);
   if (call.status() != NVML_SUCCESS) return call.status();
   if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  memory->total = call.gpu().memory_total_bytes;
-  memory->used = call.gpu().memory_used_bytes;
+  DeviceMemory(call, &memory->total, &memory->used);
   memory->free = memory->total - memory->used;
   return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
                                         nvmlMemory_v2_t* memory) {
-  fn::ApiCall call(device);
+  fn::ApiCall call(device, fn::ApiCall::Accept::kGpuOrMig);
   if (call.status() != NVML_SUCCESS) return call.status();
   if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   if (memory->version != nvmlMemory_v2) {
     return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   }
-  memory->total = call.gpu().memory_total_bytes;
+  DeviceMemory(call, &memory->total, &memory->used);
   memory->reserved = 0;
-  memory->used = call.gpu().memory_used_bytes;
   memory->free = memory->total - memory->used;
   return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
                                                 int* minor) {
-  fn::ApiCall call(device);
+  fn::ApiCall call(device, fn::ApiCall::Accept::kGpuOrMig);
   if (call.status() != NVML_SUCCESS) return call.status();
   if (major == nullptr || minor == nullptr) {
     return NVML_ERROR_INVALID_ARGUMENT;

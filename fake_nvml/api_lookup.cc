@@ -1,7 +1,10 @@
 // Exported NVML entry points: finding device handles.
 #include <cstring>
 #include <optional>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "fake_nvml/api_call.h"
 #include "fake_nvml/machine.h"
 #include "fake_nvml/nvml_exports.h"
@@ -18,6 +21,34 @@ nvmlReturn_t HandOut(const fn::ApiCall& call, unsigned index,
   if (call.session().lost(index)) return NVML_ERROR_GPU_IS_LOST;
   *device = call.session().Handle(index);
   return NVML_SUCCESS;
+}
+
+// Hands out the handle of MIG device `mig` of GPU `gpu`, as HandOut.
+nvmlReturn_t HandOutMig(const fn::ApiCall& call, unsigned gpu, unsigned mig,
+                        nvmlDevice_t* device) {
+  if (device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (call.session().lost(gpu)) return NVML_ERROR_GPU_IS_LOST;
+  *device = call.session().MigHandle(gpu, mig);
+  return NVML_SUCCESS;
+}
+
+// Finds the MIG device named by `uuid`, either its own UUID ("MIG-<uuid>")
+// or the older form "MIG-GPU-<gpu uuid>/<gi>/<ci>".
+std::optional<std::pair<unsigned, unsigned>> FindMig(const fn::Machine& machine,
+                                                     absl::string_view uuid) {
+  for (unsigned g = 0; g < machine.gpus.size(); ++g) {
+    const fn::Gpu& gpu = machine.gpus[g];
+    for (unsigned m = 0; m < gpu.mig_devices.size(); ++m) {
+      const fn::MigDevice& mig = gpu.mig_devices[m];
+      const fn::GpuInstance& gi = gpu.gpu_instances[mig.gpu_instance];
+      const unsigned ci = gi.compute_instances[mig.compute_instance].id;
+      if (uuid == mig.uuid ||
+          uuid == absl::StrCat("MIG-", gpu.uuid, "/", gi.id, "/", ci)) {
+        return std::pair{g, m};
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -44,6 +75,9 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
   const auto& gpus = call.session().machine().gpus;
   for (unsigned i = 0; i < gpus.size(); ++i) {
     if (gpus[i].uuid == uuid) return HandOut(call, i, device);
+  }
+  if (auto mig = FindMig(call.session().machine(), uuid)) {
+    return HandOutMig(call, mig->first, mig->second, device);
   }
   return NVML_ERROR_NOT_FOUND;
 }

@@ -33,6 +33,20 @@ std::string Gpu(int i, const std::string& from = "",
   return from.empty() ? line : absl::StrReplaceAll(line, {{from, to}});
 }
 
+// A valid one-line MIG-enabled A100-SXM4-40GB entry (line 4) with
+// `instances` as its gpu_instances.
+std::string MigGpu(const std::string& instances,
+                   const std::string& name = "NVIDIA A100-SXM4-40GB",
+                   const std::string& mode = "enabled") {
+  return absl::StrCat(
+      "  - {name: ", name,
+      ", uuid: GPU-00000000-0000-0000-0000-000000000000, minor: 0, bus_id: "
+      "\"0000:07:00.0\", pci_device_id: 0x20B010DE, pci_subsystem_id: "
+      "0x134F10DE, memory_mib: 40960, compute_capability: \"8.0\", "
+      "numa_node: 0, host_bridge: 0, mig_capable: true, mig_mode: ",
+      mode, ", gpu_instances: ", instances, "}\n");
+}
+
 struct BadMachineCase {
   const char* name;
   std::string yaml;
@@ -150,7 +164,75 @@ INSTANTIATE_TEST_SUITE_P(
                        4, "gpus[0].nvlinks[0].peer_gpu", "has 0 back"},
         BadMachineCase{"host_bridge_on_two_nodes",
                        kHead + Gpu(0) + Gpu(1, "numa_node: 0", "numa_node: 1"),
-                       5, "gpus[1].host_bridge", "NUMA node"}),
+                       5, "gpus[1].host_bridge", "NUMA node"},
+        BadMachineCase{"mig_instances_without_mig_mode",
+                       kHead + MigGpu("[{profile: 1g.5gb}]",
+                                      "NVIDIA A100-SXM4-40GB", "disabled"),
+                       4, "gpus[0].gpu_instances", "mig_mode: enabled"},
+        BadMachineCase{"mig_unknown_product",
+                       kHead + MigGpu("[{profile: 1g.5gb}]", "NVIDIA A30"), 4,
+                       "gpus[0].gpu_instances", "no MIG profiles for"},
+        BadMachineCase{"mig_instances_not_a_list", kHead + MigGpu("3"), 4,
+                       "gpus[0].gpu_instances", "must be a list"},
+        BadMachineCase{"mig_unknown_key",
+                       kHead + MigGpu("[{profile: 1g.5gb, colour: red}]"), 4,
+                       "gpus[0].gpu_instances[0].colour", "unknown key"},
+        BadMachineCase{
+            "mig_missing_profile", kHead + MigGpu("[{placement: 0}]"), 4,
+            "gpus[0].gpu_instances[0].profile", "missing required field"},
+        BadMachineCase{"mig_unknown_profile",
+                       kHead + MigGpu("[{profile: 1g.10gb+me}]"), 4,
+                       "gpus[0].gpu_instances[0].profile",
+                       "unknown GPU instance profile \"1g.10gb+me\" for "
+                       "NVIDIA A100-SXM4-40GB (known: 1g.5gb, 1g.5gb+me,"},
+        BadMachineCase{"mig_invalid_placement",
+                       kHead + MigGpu("[{profile: 2g.10gb, placement: 6}]"), 4,
+                       "gpus[0].gpu_instances[0].placement",
+                       "placement 6 is not valid for 2g.10gb (valid: 0, 2, 4)"},
+        BadMachineCase{"mig_placement_out_of_range",
+                       kHead + MigGpu("[{profile: 1g.5gb, placement: 8}]"), 4,
+                       "gpus[0].gpu_instances[0].placement", "from 0 to 7"},
+        BadMachineCase{"mig_overlapping_placements",
+                       kHead + MigGpu("[{profile: 3g.20gb, placement: 4}, "
+                                      "{profile: 1g.5gb, placement: 5}]"),
+                       4, "gpus[0].gpu_instances[1].placement",
+                       "placement 5 overlaps gpus[0].gpu_instances[0] "
+                       "(memory slices 4-7)"},
+        BadMachineCase{"mig_too_many_of_a_profile",
+                       kHead + MigGpu("[{profile: 1g.5gb+me}, "
+                                      "{profile: 1g.5gb+me}]"),
+                       4, "gpus[0].gpu_instances[1].profile",
+                       "at most 1 GPU instance(s) of 1g.5gb+me"},
+        BadMachineCase{"mig_too_many_instances",
+                       kHead + MigGpu("[{profile: 1g.5gb}, {profile: 1g.5gb}, "
+                                      "{profile: 1g.5gb}, {profile: 1g.5gb}, "
+                                      "{profile: 1g.5gb}, {profile: 1g.5gb}, "
+                                      "{profile: 1g.5gb}, {profile: 1g.5gb}]"),
+                       4, "gpus[0].gpu_instances", "at most 7 GPU instances"},
+        BadMachineCase{
+            "mig_too_many_compute_slices",
+            kHead + MigGpu("[{profile: 7g.40gb}, {profile: 1g.5gb}]"), 4,
+            "gpus[0].gpu_instances", "need 8 compute slices; the GPU has 7"},
+        BadMachineCase{
+            "mig_memory_does_not_fit",
+            kHead + MigGpu("[{profile: 3g.20gb}, {profile: 3g.20gb}, "
+                           "{profile: 1g.5gb}]"),
+            4, "gpus[0].gpu_instances", "do not fit the GPU's 8 memory slices"},
+        BadMachineCase{"mig_unknown_compute_profile",
+                       kHead + MigGpu("[{profile: 3g.20gb, compute_instances: "
+                                      "[{profile: 4c.3g.20gb}]}]"),
+                       4,
+                       "gpus[0].gpu_instances[0].compute_instances[0].profile",
+                       "unknown compute instance profile \"4c.3g.20gb\" for "
+                       "a 3g.20gb GPU instance (known: 1c.3g.20gb, "
+                       "2c.3g.20gb, 3g.20gb)"},
+        BadMachineCase{"mig_compute_instances_overflow",
+                       kHead + MigGpu("[{profile: 3g.20gb, compute_instances: "
+                                      "[{profile: 2c.3g.20gb}, "
+                                      "{profile: 2c.3g.20gb}]}]"),
+                       4,
+                       "gpus[0].gpu_instances[0].compute_instances[1].profile",
+                       "need 4 compute slices; a 3g.20gb GPU instance has 3"}),
     [](const ::testing::TestParamInfo<BadMachineCase>& info) {
       return std::string(info.param.name);
     });

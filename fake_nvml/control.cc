@@ -32,8 +32,12 @@ void Apply(const ControlCommand& command, Session& session)
     case Kind::kFail:
       session.set_failure(command.code);
       break;
+    case Kind::kFailMig:
+      session.set_mig_failure(command.gpu, command.mig, command.code);
+      break;
     case Kind::kRecover:
       session.set_failure(std::nullopt);
+      session.clear_mig_failures();
       break;
   }
 }
@@ -57,6 +61,12 @@ void ApplyControlLine(int line_number, absl::string_view line) {
     Report(absl::StrCat("control line ", line_number, ": no GPU with index ",
                         command.gpu, " (the machine has ", session->gpu_count(),
                         ")"));
+    return;
+  }
+  if (command.kind == ControlCommand::Kind::kFailMig &&
+      command.mig >= session->machine().gpus[command.gpu].mig_devices.size()) {
+    Report(absl::StrCat("control line ", line_number, ": no MIG device ",
+                        command.mig, " on GPU ", command.gpu));
     return;
   }
   Apply(command, *session);

@@ -15,7 +15,8 @@ namespace {
 
 constexpr const char* kUsage =
     "expected lose <gpu> | restore <gpu> | xid <gpu> <xid> [<gi> <ci>] | "
-    "ecc <gpu> single|double | fail <code> | recover";
+    "ecc <gpu> single|double | fail <code> | fail-mig <gpu> <mig> <code> | "
+    "recover";
 
 bool IsDefinedFailure(int code) {
   return (code >= NVML_ERROR_UNINITIALIZED &&
@@ -82,15 +83,27 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
           "ecc error kind must be single or double, not \"", words[2], "\""));
     }
     command.double_bit = words[2] == "double";
-  } else if (verb == "fail") {
-    if (args != 1) return WrongArgs(verb);
-    command.kind = ControlCommand::Kind::kFail;
+  } else if (verb == "fail" || verb == "fail-mig") {
+    const bool mig = verb == "fail-mig";
+    if (args != (mig ? 3u : 1u)) return WrongArgs(verb);
+    command.kind =
+        mig ? ControlCommand::Kind::kFailMig : ControlCommand::Kind::kFail;
+    if (mig) {
+      if (absl::Status s =
+              ParseNumber(words[2], "MIG device index", &command.mig);
+          !s.ok()) {
+        return s;
+      }
+    }
+    const absl::string_view code_word = words[args];
     int code = 0;
-    if (absl::Status s = ParseNumber(words[1], "return code", &code);
+    if (absl::Status s = ParseNumber(code_word, "return code", &code);
         !s.ok() || !IsDefinedFailure(code)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "fail needs a defined nvmlReturn_t error code (1-29 or 999), not \"",
-          words[1], "\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(verb,
+                       " needs a defined nvmlReturn_t error code (1-29 or "
+                       "999), not \"",
+                       code_word, "\""));
     }
     command.code = static_cast<nvmlReturn_t>(code);
   } else if (verb == "recover") {

@@ -5,7 +5,9 @@
 //   xid <gpu> <xid> [<gi> <ci>]  an Xid critical error event
 //   ecc <gpu> single|double    a single- or double-bit ECC error event
 //   fail <code>                every call returns nvmlReturn_t <code>
-//   recover                    ends "fail"
+//   fail-mig <gpu> <mig> <code>  every call about MIG device <mig> of the GPU
+//                              returns <code>
+//   recover                    ends "fail" and every "fail-mig"
 // Blank lines and lines starting with '#' are ignored.
 #ifndef GDP_FAKE_NVML_CONTROL_COMMAND_H_
 #define GDP_FAKE_NVML_CONTROL_COMMAND_H_
@@ -19,16 +21,17 @@
 namespace gdp::fake_nvml {
 
 struct ControlCommand {
-  enum class Kind { kLose, kRestore, kXid, kEcc, kFail, kRecover };
+  enum class Kind { kLose, kRestore, kXid, kEcc, kFail, kFailMig, kRecover };
 
   Kind kind = Kind::kRecover;
-  unsigned gpu = 0;                        // lose, restore, xid, ecc
+  unsigned gpu = 0;                        // lose, restore, xid, ecc, fail-mig
+  unsigned mig = 0;                        // fail-mig: the MIG device index
   unsigned long long xid = 0;              // xid
   unsigned gpu_instance = 0xFFFFFFFF;      // xid; 0xFFFFFFFF if not given
   unsigned compute_instance = 0xFFFFFFFF;  // xid; 0xFFFFFFFF if not given
   bool double_bit = false;                 // ecc
-  nvmlReturn_t code = NVML_SUCCESS;        // fail: a defined code other than
-                                           // NVML_SUCCESS
+  nvmlReturn_t code = NVML_SUCCESS;        // fail, fail-mig: a defined code
+                                           // other than NVML_SUCCESS
 
   // Whether the command names a GPU (to be range-checked by the caller).
   bool has_gpu() const { return kind != Kind::kFail && kind != Kind::kRecover; }
@@ -36,7 +39,7 @@ struct ControlCommand {
 
 // Parses one line (without its newline). Returns nullopt for blank and
 // comment lines, InvalidArgument with a short explanation for anything
-// malformed. GPU indexes are not range-checked here.
+// malformed. GPU and MIG device indexes are not range-checked here.
 absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
     absl::string_view line);
 

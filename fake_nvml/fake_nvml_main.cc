@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
   CLI::App* rootfs = app.add_subcommand(
       "rootfs",
       "Write a fixture root for a machine: sys/bus/pci/devices/<bus "
-      "id>/numa_node per GPU and the /dev/nvidia* nodes as empty files.");
+      "id>/numa_node per GPU, proc/driver/nvidia-caps/mig-minors, and the "
+      "/dev/nvidia* and /dev/nvidia-caps/nvidia-cap* nodes as empty files.");
   rootfs->add_option("--machine", machine_path, "Machine YAML file")
       ->required();
   rootfs->add_option("--out", out_dir, "Directory to write the fixture into")

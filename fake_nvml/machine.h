@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "fake_nvml/mig_profiles.h"
 #include "nvml/nvml_api.h"
 
 namespace gdp::fake_nvml {
@@ -59,6 +60,28 @@ struct NvLink {
   unsigned peer = 0;
 };
 
+// A compute instance inside a GPU instance: one MIG device.
+struct ComputeInstance {
+  CiProfile profile;
+  unsigned id = 0;     // unique within its GPU instance
+  unsigned start = 0;  // first compute slice within the GPU instance
+};
+
+// A GPU instance of a MIG-enabled GPU.
+struct GpuInstance {
+  const GiProfile* profile = nullptr;  // static, from the product's table
+  unsigned id = 0;                     // unique within the GPU
+  unsigned start = 0;                  // first memory slice
+  std::vector<ComputeInstance> compute_instances;  // ordered by id
+};
+
+// One MIG device, as nvmlDeviceGetMigDeviceHandleByIndex enumerates it.
+struct MigDevice {
+  unsigned gpu_instance = 0;      // index into Gpu::gpu_instances
+  unsigned compute_instance = 0;  // index into its compute_instances
+  std::string uuid;               // "MIG-..."
+};
+
 // One GPU, as the machine file describes it.
 struct Gpu {
   std::string name;
@@ -80,6 +103,13 @@ struct Gpu {
   bool mig_capable = false;
   unsigned mig_current = NVML_DEVICE_MIG_DISABLE;
   unsigned mig_pending = NVML_DEVICE_MIG_DISABLE;
+  // The product's MIG profiles, when the fake knows the product.
+  const MigProduct* mig_product = nullptr;
+  // Only with MIG enabled: the GPU instances, ordered by id, and the MIG
+  // devices, one per compute instance, ordered by GPU instance id then
+  // compute instance id (their NVML index).
+  std::vector<GpuInstance> gpu_instances;
+  std::vector<MigDevice> mig_devices;
   unsigned long long supported_events = kDefaultSupportedEvents;
   std::vector<NvLink> nvlinks;
 };

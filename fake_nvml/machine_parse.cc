@@ -77,6 +77,7 @@ void ParseMig(YamlMap& map, Gpu* gpu) {
   };
   gpu->mig_current = read_mode("mig_mode", NVML_DEVICE_MIG_DISABLE);
   gpu->mig_pending = read_mode("mig_pending_mode", gpu->mig_current);
+  ParseGpuInstances(map, gpu);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fake_nvml/machine.h"
+#include "fake_nvml/yaml_reader.h"
 
 namespace gdp::fake_nvml {
 
@@ -36,6 +37,15 @@ Gpu ParseGpu(const YAML::Node& node, const std::string& path, GpuLines* lines);
 // Parses the NVSwitch entry `node` found at `path` ("nvswitches[1]").
 NvSwitch ParseNvSwitch(const YAML::Node& node, const std::string& path,
                        NvSwitchLines* lines);
+
+// Parses the optional `gpu_instances` list of a GPU entry (schema in
+// README.md) whose name, UUID and MIG mode are already parsed, and lays the
+// instances out: placements (given or found), GPU and compute instance IDs,
+// MIG devices and their UUIDs. Sets gpu->mig_product for known products.
+// Rejects instances on a GPU without MIG enabled or of an unknown product,
+// unknown profiles, invalid or overlapping placements, more instances of a
+// profile than fit, and sets that do not fit the GPU or GPU instance.
+void ParseGpuInstances(YamlMap& map, Gpu* gpu);
 
 // Checks what spans entries: unique UUIDs, minors and bus ids; NVLink peers
 // that exist, are not the GPU itself and link back as many times; each PCIe

@@ -39,6 +39,8 @@ TEST_F(MachinesTest, EveryShippedMachineMatchesItsSystem) {
       {"dgx1-v100.yaml", 8, "Tesla V100-SXM2-32GB", 32768, 0x1DB510DE, 7, 0,
        false, 6},
       {"pcie-t4.yaml", 2, "Tesla T4", 15360, 0x1EB810DE, 7, 5, false, 0},
+      {"h100-mig.yaml", 2, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9, 0,
+       true, 18},
   };
   for (const auto& m : kMachines) {
     SCOPED_TRACE(m.file);
@@ -115,6 +117,7 @@ TEST_F(MachinesTest, TopologyLevels) {
       {"dgx1-v100.yaml", 0, 3, NVML_TOPOLOGY_HOSTBRIDGE},
       {"dgx1-v100.yaml", 3, 4, NVML_TOPOLOGY_SYSTEM},
       {"pcie-t4.yaml", 0, 1, NVML_TOPOLOGY_SYSTEM},
+      {"h100-mig.yaml", 0, 1, NVML_TOPOLOGY_NODE},
   };
   for (const auto& c : kCases) {
     InitWith(c.file);

@@ -103,6 +103,49 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set,
                                                   unsigned int timeout_ms);
 FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set);
 
+// Multi-Instance GPU. MIG device handles (from
+// nvmlDeviceGetMigDeviceHandleByIndex or a MIG UUID) are accepted by
+// nvmlDeviceGetName, _GetUUID, _GetIndex, _GetMemoryInfo(_v2),
+// _GetCudaComputeCapability and the MIG device queries below; other device
+// calls return NVML_ERROR_NOT_SUPPORTED for them. MIG device queries given a
+// GPU handle return NVML_ERROR_INVALID_ARGUMENT (nvmlDeviceGetAttributes_v2:
+// NVML_ERROR_NOT_SUPPORTED).
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(
+    nvmlDevice_t device, unsigned int index, nvmlDevice_t* mig_device);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int* is_mig_device);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(
+    nvmlDevice_t mig_device, nvmlDevice_t* device);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device,
+                                                         unsigned int* id);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetAttributes_v2(
+    nvmlDevice_t device, nvmlDeviceAttributes_t* attributes);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
+                                    nvmlGpuInstanceProfileInfo_t* info);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(
+    nvmlDevice_t device, unsigned int profile_id,
+    nvmlGpuInstance_t* gpu_instances, unsigned int* count);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(
+    nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t* gpu_instance);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(
+    nvmlGpuInstance_t gpu_instance, nvmlGpuInstanceInfo_t* info);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile,
+    unsigned int eng_profile, nvmlComputeInstanceProfileInfo_t* info);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nvmlComputeInstance_t* compute_instances, unsigned int* count);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(
+    nvmlGpuInstance_t gpu_instance, unsigned int id,
+    nvmlComputeInstance_t* compute_instance);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo_v2(
+    nvmlComputeInstance_t compute_instance, nvmlComputeInstanceInfo_t* info);
+
 }  // extern "C"
 
 // The project's client resolves these symbols through the Fn_* pointer
@@ -135,6 +178,21 @@ FAKE_NVML_SAME_TYPE(nvmlDeviceRegisterEvents);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetSupportedEventTypes);
 FAKE_NVML_SAME_TYPE(nvmlEventSetWait_v2);
 FAKE_NVML_SAME_TYPE(nvmlEventSetFree);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetMaxMigDeviceCount);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetMigDeviceHandleByIndex);
+FAKE_NVML_SAME_TYPE(nvmlDeviceIsMigDeviceHandle);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetDeviceHandleFromMigDeviceHandle);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetGpuInstanceId);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetComputeInstanceId);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetAttributes_v2);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetGpuInstanceProfileInfo);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetGpuInstances);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetGpuInstanceById);
+FAKE_NVML_SAME_TYPE(nvmlGpuInstanceGetInfo);
+FAKE_NVML_SAME_TYPE(nvmlGpuInstanceGetComputeInstanceProfileInfo);
+FAKE_NVML_SAME_TYPE(nvmlGpuInstanceGetComputeInstances);
+FAKE_NVML_SAME_TYPE(nvmlGpuInstanceGetComputeInstanceById);
+FAKE_NVML_SAME_TYPE(nvmlComputeInstanceGetInfo_v2);
 #undef FAKE_NVML_SAME_TYPE
 
 #endif  // GDP_FAKE_NVML_NVML_EXPORTS_H_

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -61,6 +62,62 @@ TEST_F(RootfsTest, WritesSysfsAndDevNodes) {
     EXPECT_TRUE(std::filesystem::is_regular_file(root / "dev" / name)) << name;
   }
   EXPECT_FALSE(std::filesystem::exists(root / "dev/nvidia8"));
+}
+
+TEST_F(RootfsTest, WritesMigCapabilities) {
+  const std::filesystem::path root = dir_ + "/root";
+  std::string output;
+  ASSERT_EQ(RunTool("rootfs --machine " + ShippedMachine("h100-mig.yaml") +
+                        " --out " + root.string(),
+                    dir_, &output),
+            0)
+      << output;
+  const std::string minors =
+      ReadFile(root / "proc/driver/nvidia-caps/mig-minors");
+  EXPECT_THAT(minors, ::testing::StartsWith(
+                          "config 1\nmonitor 2\ngpu0/gi0/access 3\n"
+                          "gpu0/gi0/ci0/access 4\ngpu0/gi0/ci1/access 5\n"));
+  // Every possible instance of both GPUs: 2 x 15 x (1 + 8) lines.
+  EXPECT_EQ(std::count(minors.begin(), minors.end(), '\n'), 2 + 2 * 135);
+  const struct {
+    const char* line;
+    unsigned minor;
+    bool exists;  // the instance exists, so does its device node
+  } kCaps[] = {
+      {"gpu0/gi2/access", 21, true},      {"gpu0/gi2/ci0/access", 22, true},
+      {"gpu0/gi3/access", 30, true},      {"gpu0/gi3/ci0/access", 31, true},
+      {"gpu0/gi9/access", 84, true},      {"gpu0/gi9/ci0/access", 85, true},
+      {"gpu0/gi10/access", 93, true},     {"gpu0/gi10/ci0/access", 94, true},
+      {"gpu0/gi2/ci1/access", 23, false}, {"gpu0/gi0/access", 3, false},
+      {"gpu1/gi0/access", 138, false},    {"gpu1/gi14/ci7/access", 272, false},
+  };
+  for (const auto& c : kCaps) {
+    EXPECT_THAT(minors, HasSubstr("\n" + std::string(c.line) + " " +
+                                  std::to_string(c.minor) + "\n"))
+        << c.line;
+    EXPECT_EQ(std::filesystem::exists(root / "dev/nvidia-caps" /
+                                      ("nvidia-cap" + std::to_string(c.minor))),
+              c.exists)
+        << c.line;
+  }
+  for (const char* name : {"nvidia-cap1", "nvidia-cap2"}) {
+    EXPECT_TRUE(
+        std::filesystem::is_regular_file(root / "dev/nvidia-caps" / name))
+        << name;
+  }
+}
+
+TEST_F(RootfsTest, NoCapabilityNodesWithoutMigCapableGpus) {
+  const std::filesystem::path root = dir_ + "/root";
+  std::string output;
+  ASSERT_EQ(RunTool("rootfs --machine " + ShippedMachine("pcie-t4.yaml") +
+                        " --out " + root.string(),
+                    dir_, &output),
+            0)
+      << output;
+  EXPECT_TRUE(
+      std::filesystem::exists(root / "proc/driver/nvidia-caps/mig-minors"));
+  EXPECT_FALSE(std::filesystem::exists(root / "dev/nvidia-caps"));
 }
 
 TEST_F(RootfsTest, Help) {

@@ -14,6 +14,32 @@ namespace {
 // arithmetic alone.
 constexpr unsigned kGenerations = 1024;
 char handle_table[kGenerations][kMaxGpus];
+// The same for MIG device, GPU instance and compute instance handles, with
+// kMaxMigDevices slots per GPU.
+using InstanceTable = char[kGenerations][kMaxGpus][kMaxMigDevices];
+InstanceTable mig_table;
+InstanceTable gpu_instance_table;
+InstanceTable compute_instance_table;
+
+void* InstanceAddress(InstanceTable& table, unsigned generation, unsigned gpu,
+                      unsigned pos) {
+  return &table[generation][gpu][pos];
+}
+
+// The slot of `address` in row `generation` of `table`, if it is one of
+// the first `gpus` GPUs' slots.
+std::optional<Session::InstanceRef> InstanceSlot(InstanceTable& table,
+                                                 unsigned generation,
+                                                 unsigned gpus,
+                                                 const void* address) {
+  const auto base = reinterpret_cast<uintptr_t>(&table[generation][0][0]);
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  if (at < base || at - base >= uintptr_t{gpus} * kMaxMigDevices) {
+    return std::nullopt;
+  }
+  const auto offset = static_cast<unsigned>(at - base);
+  return Session::InstanceRef{offset / kMaxMigDevices, offset % kMaxMigDevices};
+}
 
 std::atomic<unsigned> next_generation{0};
 
@@ -39,9 +65,68 @@ std::optional<unsigned> Session::IndexOf(nvmlDevice_t handle) const {
   return static_cast<unsigned>(address - base);
 }
 
+nvmlDevice_t Session::MigHandle(unsigned gpu, unsigned mig) const {
+  return static_cast<nvmlDevice_t>(
+      InstanceAddress(mig_table, generation_, gpu, mig));
+}
+
+std::optional<Session::InstanceRef> Session::MigOf(nvmlDevice_t handle) const {
+  std::optional<InstanceRef> ref =
+      InstanceSlot(mig_table, generation_, gpu_count(), handle);
+  if (!ref.has_value() ||
+      ref->pos >= machine_.gpus[ref->gpu].mig_devices.size()) {
+    return std::nullopt;
+  }
+  return ref;
+}
+
+nvmlGpuInstance_t Session::GpuInstanceHandle(unsigned gpu, unsigned pos) const {
+  return static_cast<nvmlGpuInstance_t>(
+      InstanceAddress(gpu_instance_table, generation_, gpu, pos));
+}
+
+std::optional<Session::InstanceRef> Session::GpuInstanceOf(
+    nvmlGpuInstance_t handle) const {
+  std::optional<InstanceRef> ref =
+      InstanceSlot(gpu_instance_table, generation_, gpu_count(), handle);
+  if (!ref.has_value() ||
+      ref->pos >= machine_.gpus[ref->gpu].gpu_instances.size()) {
+    return std::nullopt;
+  }
+  return ref;
+}
+
+nvmlComputeInstance_t Session::ComputeInstanceHandle(unsigned gpu,
+                                                     unsigned mig) const {
+  return static_cast<nvmlComputeInstance_t>(
+      InstanceAddress(compute_instance_table, generation_, gpu, mig));
+}
+
+std::optional<Session::InstanceRef> Session::ComputeInstanceOf(
+    nvmlComputeInstance_t handle) const {
+  std::optional<InstanceRef> ref =
+      InstanceSlot(compute_instance_table, generation_, gpu_count(), handle);
+  if (!ref.has_value() ||
+      ref->pos >= machine_.gpus[ref->gpu].mig_devices.size()) {
+    return std::nullopt;
+  }
+  return ref;
+}
+
 void Session::set_failure(std::optional<nvmlReturn_t> code) {
   failure_ = code;
   for (auto& [handle, set] : event_sets_) set->Wake();
+}
+
+std::optional<nvmlReturn_t> Session::mig_failure(unsigned gpu,
+                                                 unsigned mig) const {
+  const auto it = mig_failures_.find(std::pair{gpu, mig});
+  if (it == mig_failures_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Session::set_mig_failure(unsigned gpu, unsigned mig, nvmlReturn_t code) {
+  mig_failures_[std::pair{gpu, mig}] = code;
 }
 
 nvmlEventSet_t Session::CreateEventSet() {

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -38,6 +39,30 @@ class Session {
   // it (null, garbage, or from an earlier session). Never dereferences it.
   std::optional<unsigned> IndexOf(nvmlDevice_t handle) const;
 
+  // A MIG device, GPU instance or compute instance: its GPU and its
+  // position in that GPU's mig_devices (MIG devices, compute instances) or
+  // gpu_instances (GPU instances).
+  struct InstanceRef {
+    unsigned gpu = 0;
+    unsigned pos = 0;
+  };
+
+  // The handle of MIG device `mig` of GPU `gpu` (both in range); stable for
+  // the session. The same kind of value as a GPU handle, never equal to one.
+  nvmlDevice_t MigHandle(unsigned gpu, unsigned mig) const;
+  // The MIG device behind `handle`, or nullopt when it is not a MIG device
+  // handle of this session. Never dereferences it.
+  std::optional<InstanceRef> MigOf(nvmlDevice_t handle) const;
+
+  // GPU instance `pos` of GPU `gpu`, and back.
+  nvmlGpuInstance_t GpuInstanceHandle(unsigned gpu, unsigned pos) const;
+  std::optional<InstanceRef> GpuInstanceOf(nvmlGpuInstance_t handle) const;
+
+  // The compute instance of MIG device `mig` of GPU `gpu`, and back.
+  nvmlComputeInstance_t ComputeInstanceHandle(unsigned gpu, unsigned mig) const;
+  std::optional<InstanceRef> ComputeInstanceOf(
+      nvmlComputeInstance_t handle) const;
+
   // Whether GPU `index` has fallen off the bus (fault "lose").
   bool lost(unsigned index) const { return lost_[index]; }
   void set_lost(unsigned index, bool lost) { lost_[index] = lost; }
@@ -48,6 +73,12 @@ class Session {
   // report it.
   void set_failure(std::optional<nvmlReturn_t> code)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
+
+  // The code every call about MIG device `mig` of GPU `gpu` returns while a
+  // "fail-mig" fault is active, and setting and clearing those faults.
+  std::optional<nvmlReturn_t> mig_failure(unsigned gpu, unsigned mig) const;
+  void set_mig_failure(unsigned gpu, unsigned mig, nvmlReturn_t code);
+  void clear_mig_failures() { mig_failures_.clear(); }
 
   // Creates an empty event set and returns its handle.
   nvmlEventSet_t CreateEventSet();
@@ -70,6 +101,8 @@ class Session {
   const unsigned generation_;
   std::vector<bool> lost_;
   std::optional<nvmlReturn_t> failure_;
+  absl::flat_hash_map<std::pair<unsigned, unsigned>, nvmlReturn_t>
+      mig_failures_;
   // Keyed by the handle given out, which is the set's own address. Shared
   // so a waiter keeps its set alive across a concurrent free or shutdown.
   absl::flat_hash_map<nvmlEventSet_t, std::shared_ptr<EventSet>> event_sets_;

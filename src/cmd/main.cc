@@ -134,6 +134,24 @@ int Discover(const Config& cfg) {
                         {"cuda_driver_version", node->cuda_driver_version},
                         {"gpus", nlohmann::json::array()}};
   for (const GpuInfo& g : node->gpus) {
+    nlohmann::json migs = nlohmann::json::array();
+    for (const MigInfo& m : g.migs) {
+      migs.push_back({{"index", m.index},
+                      {"uuid", m.uuid},
+                      {"profile", m.profile},
+                      {"gpu_instance", m.gi},
+                      {"compute_instance", m.ci},
+                      {"memory_bytes", m.memory_bytes},
+                      {"gpu_instance_slices", m.gi_slices},
+                      {"compute_instance_slices", m.ci_slices},
+                      {"multiprocessors", m.multiprocessors},
+                      {"engines",
+                       {{"copy", m.copy_engines},
+                        {"decoder", m.decoders},
+                        {"encoder", m.encoders},
+                        {"jpeg", m.jpegs},
+                        {"ofa", m.ofas}}}});
+    }
     out["gpus"].push_back({{"index", g.index},
                            {"uuid", g.uuid},
                            {"name", g.name},
@@ -144,7 +162,8 @@ int Discover(const Config& cfg) {
                            {"compute_capability",
                             absl::StrFormat("%d.%d", g.cc_major, g.cc_minor)},
                            {"mig_capable", g.mig_capable},
-                           {"mig_enabled", g.mig_enabled}});
+                           {"mig_enabled", g.mig_enabled},
+                           {"migs", std::move(migs)}});
   }
   std::cout << out.dump(2) << "\n";
   return 0;

@@ -1,7 +1,11 @@
 #include "device/gpu.h"
 
+#include <cmath>
 #include <fstream>
+#include <optional>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "nvml/nvml.h"
@@ -9,17 +13,131 @@
 namespace gdp {
 namespace {
 
-// Prefixes an NVML error with the GPU it concerns.
-absl::Status ForGpu(unsigned index, const absl::Status& s) {
-  absl::Status out(s.code(), absl::StrCat("GPU ", index, ": ", s.message()));
+// Prefixes an NVML error with `what` (the GPU or MIG device it concerns),
+// keeping its NVML code.
+absl::Status Prefixed(const std::string& what, const absl::Status& s) {
+  absl::Status out(s.code(), absl::StrCat(what, ": ", s.message()));
   s.ForEachPayload([&out](absl::string_view url, const absl::Cord& payload) {
     out.SetPayload(url, payload);
   });
   return out;
 }
 
+absl::Status ForGpu(unsigned index, const absl::Status& s) {
+  return Prefixed(absl::StrCat("GPU ", index), s);
+}
+
+absl::Status ForMig(unsigned gpu, unsigned mig, const absl::Status& s) {
+  return Prefixed(absl::StrCat("GPU ", gpu, " MIG ", mig), s);
+}
+
+// GPU instance profile ID -> NVML_GPU_INSTANCE_PROFILE_* of GPU `gpu`, for
+// the profiles it has.
+using GiProfiles = absl::flat_hash_map<unsigned, unsigned>;
+
+absl::StatusOr<GiProfiles> ReadGiProfiles(const Nvml& nvml, nvmlDevice_t gpu) {
+  GiProfiles profiles;
+  for (unsigned p = 0; p < NVML_GPU_INSTANCE_PROFILE_COUNT; ++p) {
+    auto info = nvml.GpuInstanceProfileInfo(gpu, p);
+    if (info.ok()) {
+      profiles.emplace(info->id, p);
+      continue;
+    }
+    // Profiles the GPU lacks, or this driver does not know.
+    const nvmlReturn_t code = NvmlCode(info.status());
+    if (code == NVML_ERROR_NOT_SUPPORTED ||
+        code == NVML_ERROR_INVALID_ARGUMENT) {
+      continue;
+    }
+    return info.status();
+  }
+  return profiles;
+}
+
+// Describes MIG device `index` (handle `mig`) of GPU `gpu`, whose memory is
+// `gpu_memory_bytes`.
+absl::StatusOr<MigInfo> DescribeMig(const Nvml& nvml, nvmlDevice_t gpu,
+                                    uint64_t gpu_memory_bytes,
+                                    const GiProfiles& profiles, unsigned index,
+                                    nvmlDevice_t mig) {
+  MigInfo m;
+  m.index = index;
+  auto uuid = nvml.Uuid(mig);
+  if (!uuid.ok()) return uuid.status();
+  m.uuid = *uuid;
+  auto gi = nvml.GpuInstanceId(mig);
+  if (!gi.ok()) return gi.status();
+  m.gi = *gi;
+  auto ci = nvml.ComputeInstanceId(mig);
+  if (!ci.ok()) return ci.status();
+  m.ci = *ci;
+  auto memory = nvml.MemoryTotal(mig);
+  if (!memory.ok()) return memory.status();
+  m.memory_bytes = *memory;
+  auto attributes = nvml.Attributes(mig);
+  if (!attributes.ok()) return attributes.status();
+  m.gi_slices = attributes->gpuInstanceSliceCount;
+  m.ci_slices = attributes->computeInstanceSliceCount;
+  m.multiprocessors = attributes->multiprocessorCount;
+  m.copy_engines = attributes->sharedCopyEngineCount;
+  m.decoders = attributes->sharedDecoderCount;
+  m.encoders = attributes->sharedEncoderCount;
+  m.jpegs = attributes->sharedJpegCount;
+  m.ofas = attributes->sharedOfaCount;
+  // The GPU instance's profile decides the name's suffix (e.g. "+me").
+  auto gpu_instance = nvml.GpuInstanceById(gpu, m.gi);
+  if (!gpu_instance.ok()) return gpu_instance.status();
+  auto gi_info = nvml.GpuInstanceInfo(*gpu_instance);
+  if (!gi_info.ok()) return gi_info.status();
+  const auto profile = profiles.find(gi_info->profileId);
+  if (profile == profiles.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "GPU instance ", m.gi, " has profile ID ", gi_info->profileId,
+        ", which no GPU instance profile of its GPU reports"));
+  }
+  m.profile = MigProfileName(m.gi_slices, m.ci_slices, gpu_memory_bytes,
+                             attributes->memorySizeMB,
+                             MigProfileSuffix(profile->second));
+  return m;
+}
+
+// Fills g->migs for GPU `gpu` with MIG enabled. A MIG device NVML cannot
+// describe is left out with its error in *unusable. Result on failure: the
+// MIG devices cannot be enumerated, or the GPU was lost meanwhile.
+absl::Status DiscoverMigs(const Nvml& nvml, nvmlDevice_t gpu, GpuInfo* g,
+                          std::vector<absl::Status>* unusable) {
+  auto count = nvml.MaxMigDeviceCount(gpu);
+  if (!count.ok()) return count.status();
+  std::optional<GiProfiles> profiles;
+  for (unsigned j = 0; j < *count; ++j) {
+    auto mig = nvml.MigDeviceByIndex(gpu, j);
+    if (NvmlCode(mig.status()) == NVML_ERROR_NOT_FOUND) continue;
+    // A GPU lost on the way is lost as a whole, not MIG device by device.
+    if (NvmlCode(mig.status()) == NVML_ERROR_GPU_IS_LOST) return mig.status();
+    if (!mig.ok()) {
+      unusable->push_back(ForMig(g->index, j, mig.status()));
+      continue;
+    }
+    if (!profiles.has_value()) {
+      auto read = ReadGiProfiles(nvml, gpu);
+      if (!read.ok()) return read.status();
+      profiles = *std::move(read);
+    }
+    auto info = DescribeMig(nvml, gpu, g->memory_bytes, *profiles, j, *mig);
+    if (info.ok()) {
+      g->migs.push_back(*std::move(info));
+    } else if (NvmlCode(info.status()) == NVML_ERROR_GPU_IS_LOST) {
+      return info.status();
+    } else {
+      unusable->push_back(ForMig(g->index, j, info.status()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
-                                    const std::string& sysfs_root) {
+                                    const std::string& sysfs_root,
+                                    std::vector<absl::Status>* unusable) {
   GpuInfo g;
   g.index = index;
   auto handle = nvml.DeviceByIndex(index);
@@ -52,11 +170,56 @@ absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
   } else if (mig.status().code() != absl::StatusCode::kUnimplemented) {
     return mig.status();
   }
+  if (g.mig_enabled) {
+    if (absl::Status s = DiscoverMigs(nvml, d, &g, unusable); !s.ok()) {
+      return s;
+    }
+  }
   g.numa_node = ReadNumaNode(sysfs_root, g.pci_bus_id);
   return g;
 }
 
 }  // namespace
+
+std::string MigProfileName(unsigned gi_slices, unsigned ci_slices,
+                           uint64_t gpu_memory_bytes, uint64_t mig_memory_mib,
+                           const std::string& suffix) {
+  constexpr double kEighths = 8;
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  uint64_t gb = 0;
+  if (gpu_memory_bytes > 0) {
+    double fraction = static_cast<double>(mig_memory_mib << 20) /
+                      static_cast<double>(gpu_memory_bytes);
+    fraction = std::ceil(fraction * kEighths) / kEighths;
+    const auto gpu_gib =
+        static_cast<double>((gpu_memory_bytes + kGiB - 1) / kGiB);
+    gb = static_cast<uint64_t>(std::round(fraction * gpu_gib));
+  }
+  const std::string name = absl::StrCat(gi_slices, "g.", gb, "gb", suffix);
+  if (ci_slices < gi_slices) return absl::StrCat(ci_slices, "c.", name);
+  return name;
+}
+
+std::string MigProfileSuffix(unsigned profile) {
+  switch (profile) {
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1:
+      return "+me";
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME:
+      return "+me.all";
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME:
+      return "-me";
+    case NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX:
+    case NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX:
+      return "+gfx";
+    default:
+      return "";
+  }
+}
 
 int ReadNumaNode(const std::string& sysfs_root, const std::string& bus_id) {
   std::ifstream in(
@@ -78,9 +241,11 @@ absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
   auto count = nvml.DeviceCount();
   if (!count.ok()) return count.status();
   for (unsigned i = 0; i < *count; ++i) {
-    auto gpu = DiscoverOne(nvml, i, sysfs_root);
+    std::vector<absl::Status> mig_errors;
+    auto gpu = DiscoverOne(nvml, i, sysfs_root, &mig_errors);
     if (gpu.ok()) {
       node.gpus.push_back(*std::move(gpu));
+      for (absl::Status& s : mig_errors) node.unusable.push_back(std::move(s));
     } else {
       node.unusable.push_back(ForGpu(i, gpu.status()));
     }

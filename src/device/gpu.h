@@ -41,20 +41,41 @@ struct GpuInfo {
 };
 
 struct NodeGpus {
-  std::string driver_version;          // e.g. "550.54.15"
-  int cuda_driver_version = 0;         // e.g. 12040 for CUDA 12.4
-  std::vector<GpuInfo> gpus;           // usable GPUs, ordered by index
-  std::vector<absl::Status> unusable;  // one per GPU left out, naming it
+  std::string driver_version;   // e.g. "550.54.15"
+  int cuda_driver_version = 0;  // e.g. 12040 for CUDA 12.4
+  std::vector<GpuInfo> gpus;    // usable GPUs, ordered by index
+  // One per GPU or MIG device left out, naming it ("GPU 3: ...",
+  // "GPU 0 MIG 2: ...").
+  std::vector<absl::Status> unusable;
 };
 
 // Enumerates every GPU through `nvml`, reading each GPU's NUMA node from
 // <sysfs_root>/bus/pci/devices/<bus id>/numa_node (missing file or -1 means
-// unknown). A GPU that NVML cannot describe (e.g. fallen off the bus) is left
-// out and its error, naming its index, added to `unusable`, so the others
-// are still served. Result on failure: a node-wide NVML error (driver
-// version, device count).
+// unknown), and the MIG devices of each GPU with MIG enabled. A GPU that
+// NVML cannot describe (e.g. fallen off the bus), or whose MIG devices it
+// cannot enumerate, is left out and its error, naming its index, added to
+// `unusable`, so the others are still served; so is a single MIG device
+// NVML cannot describe (its GPU and the other MIG devices stay). Result on
+// failure: a node-wide NVML error (driver version, device count).
 absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
                                       const std::string& sysfs_root);
+
+// NVIDIA's name of a MIG profile, as NVIDIA's go-nvlib forms it:
+// "<gi_slices>g.<gb>gb", with "<ci_slices>c." in front when the compute
+// instance is smaller than its GPU instance, and `suffix` ("+me", "-me",
+// "+me.all", "+gfx" or "") after. <gb> is the MIG device's memory
+// (`mig_memory_mib`) as a fraction of the GPU's (`gpu_memory_bytes`),
+// rounded up to eighths, times the GPU's memory in GiB rounded up, rounded
+// to the nearest integer: an H100 80GB's 1g instance (9984 of 81559 MiB) is
+// "1g.10gb".
+std::string MigProfileName(unsigned gi_slices, unsigned ci_slices,
+                           uint64_t gpu_memory_bytes, uint64_t mig_memory_mib,
+                           const std::string& suffix = "");
+
+// The suffix NVIDIA appends to profile names for GPU instance profile
+// NVML_GPU_INSTANCE_PROFILE_* `profile`: "+me" (REV1), "+me.all" (ALL_ME),
+// "-me" (NO_ME), "+gfx" (GFX), else "".
+std::string MigProfileSuffix(unsigned profile);
 
 // Reads a NUMA node file; -1 when absent, unreadable or not a number.
 int ReadNumaNode(const std::string& sysfs_root, const std::string& bus_id);

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "device/device.h"
@@ -44,9 +45,21 @@ class DiscoveryTest : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("gdp-disc-" + std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "drv/usr/lib64");
-    fs::create_symlink(GDP_FAKE_NVML_LIB,
-                       dir_ / "drv/usr/lib64/libnvidia-ml.so.1");
-    std::string machine = std::string(GDP_MACHINES_DIR) + "/dgx-a100.yaml";
+    Start(std::string(GDP_MACHINES_DIR) + "/dgx-a100.yaml");
+  }
+  void TearDown() override {
+    nvml_.reset();
+    unsetenv("FAKE_NVML_CONTROL");
+    fs::remove_all(dir_);
+  }
+
+  // (Re)opens NVML from `library` on machine file `machine`, with a fixture
+  // root for it under root/.
+  void Start(const std::string& machine,
+             const std::string& library = GDP_FAKE_NVML_LIB) {
+    nvml_.reset();
+    fs::remove(dir_ / "drv/usr/lib64/libnvidia-ml.so.1");
+    fs::create_symlink(library, dir_ / "drv/usr/lib64/libnvidia-ml.so.1");
     setenv("FAKE_NVML_MACHINE", machine.c_str(), 1);
     setenv("FAKE_NVML_CONTROL", (dir_ / "control").c_str(), 1);
     std::string cmd = std::string(GDP_FAKE_NVML_TOOL) + " rootfs --machine " +
@@ -56,10 +69,9 @@ class DiscoveryTest : public ::testing::Test {
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = *std::move(nvml);
   }
-  void TearDown() override {
-    nvml_.reset();
-    unsetenv("FAKE_NVML_CONTROL");
-    fs::remove_all(dir_);
+
+  absl::StatusOr<NodeGpus> Discover() {
+    return DiscoverGpus(*nvml_, (dir_ / "root/sys").string());
   }
 
   fs::path dir_;
@@ -67,7 +79,7 @@ class DiscoveryTest : public ::testing::Test {
 };
 
 TEST_F(DiscoveryTest, DescribesEveryGpu) {
-  auto node = DiscoverGpus(*nvml_, (dir_ / "root/sys").string());
+  auto node = Discover();
   ASSERT_TRUE(node.ok()) << node.status();
   EXPECT_EQ(node->driver_version, "550.54.15");
   EXPECT_EQ(node->cuda_driver_version, 12040);
@@ -100,7 +112,7 @@ TEST_F(DiscoveryTest, LostGpuIsLeftOutAndTheOthersServed) {
   std::ofstream(dir_ / "control", std::ios::app) << "lose 5\n";
   absl::StatusOr<NodeGpus> node;
   for (int i = 0; i < 200; ++i) {
-    node = DiscoverGpus(*nvml_, (dir_ / "root/sys").string());
+    node = Discover();
     if (node.ok() && !node->unusable.empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -110,6 +122,213 @@ TEST_F(DiscoveryTest, LostGpuIsLeftOutAndTheOthersServed) {
   EXPECT_THAT(std::string(node->unusable[0].message()),
               ::testing::StartsWith("GPU 5: "));
   EXPECT_EQ(NvmlCode(node->unusable[0]), NVML_ERROR_GPU_IS_LOST);
+}
+
+TEST(MigProfileNameTest, Table) {
+  constexpr uint64_t kMiB = 1 << 20;
+  const struct {
+    unsigned gi, ci;
+    uint64_t gpu_mib, mig_mib;
+    const char* suffix;
+    const char* want;
+  } kCases[] = {
+      // H100 80GB HBM3 (81559 MiB).
+      {1, 1, 81559, 9984, "", "1g.10gb"},
+      {1, 1, 81559, 9984, "+me", "1g.10gb+me"},
+      {1, 1, 81559, 20096, "", "1g.20gb"},
+      {2, 2, 81559, 20096, "", "2g.20gb"},
+      {3, 3, 81559, 40448, "", "3g.40gb"},
+      {4, 4, 81559, 40448, "", "4g.40gb"},
+      {7, 7, 81559, 81152, "", "7g.80gb"},
+      {3, 1, 81559, 40448, "", "1c.3g.40gb"},
+      {7, 4, 81559, 81152, "", "4c.7g.80gb"},
+      // A100-SXM4-40GB (40960 MiB) and A100-SXM4-80GB (81920 MiB).
+      {1, 1, 40960, 4864, "", "1g.5gb"},
+      {1, 1, 40960, 9856, "", "1g.10gb"},
+      {3, 2, 40960, 19968, "", "2c.3g.20gb"},
+      {7, 7, 40960, 40192, "", "7g.40gb"},
+      {1, 1, 81920, 9728, "", "1g.10gb"},
+      {2, 2, 81920, 19968, "", "2g.20gb"},
+      {7, 7, 81920, 80896, "", "7g.80gb"},
+      {1, 1, 81920, 9728, "-me", "1g.10gb-me"},
+  };
+  for (const auto& c : kCases) {
+    EXPECT_EQ(MigProfileName(c.gi, c.ci, c.gpu_mib * kMiB, c.mig_mib, c.suffix),
+              c.want)
+        << c.gi << " " << c.ci << " " << c.gpu_mib << " " << c.mig_mib;
+  }
+}
+
+TEST(MigProfileSuffixTest, Table) {
+  const struct {
+    unsigned profile;
+    const char* want;
+  } kCases[] = {
+      {NVML_GPU_INSTANCE_PROFILE_1_SLICE, ""},
+      {NVML_GPU_INSTANCE_PROFILE_7_SLICE, ""},
+      {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2, ""},
+      {NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1, "+me"},
+      {NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1, "+me"},
+      {NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME, "+me.all"},
+      {NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME, "-me"},
+      {NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX, "+gfx"},
+  };
+  for (const auto& c : kCases) {
+    EXPECT_EQ(MigProfileSuffix(c.profile), c.want) << c.profile;
+  }
+}
+
+TEST_F(DiscoveryTest, DescribesMigDevices) {
+  Start(std::string(GDP_MACHINES_DIR) + "/h100-mig.yaml");
+  auto node = Discover();
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_TRUE(node->unusable.empty());
+  ASSERT_EQ(node->gpus.size(), 2u);
+  const GpuInfo& gpu = node->gpus[0];
+  EXPECT_EQ(gpu.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpu.memory_bytes, 81559ull << 20);
+  EXPECT_TRUE(gpu.mig_capable);
+  EXPECT_TRUE(gpu.mig_enabled);
+  const struct {
+    const char* profile;
+    unsigned gi;
+    uint64_t memory_mib;
+    unsigned slices, sms, copy, decoders, jpegs;
+  } kMigs[] = {
+      {"3g.40gb", 2, 40448, 3, 60, 3, 3, 3},
+      {"2g.20gb", 3, 20096, 2, 32, 2, 2, 2},
+      {"1g.10gb", 9, 9984, 1, 16, 1, 1, 1},
+      {"1g.10gb", 10, 9984, 1, 16, 1, 1, 1},
+  };
+  ASSERT_EQ(gpu.migs.size(), 4u);
+  std::set<std::string> uuids;
+  for (unsigned j = 0; j < 4; ++j) {
+    SCOPED_TRACE(j);
+    const MigInfo& m = gpu.migs[j];
+    const auto& want = kMigs[j];
+    EXPECT_EQ(m.index, j);
+    EXPECT_EQ(m.profile, want.profile);
+    EXPECT_EQ(m.gi, want.gi);
+    EXPECT_EQ(m.ci, 0u);
+    EXPECT_THAT(m.uuid, ::testing::StartsWith("MIG-"));
+    EXPECT_EQ(m.uuid.size(), 40u);
+    uuids.insert(m.uuid);
+    EXPECT_EQ(m.memory_bytes, want.memory_mib << 20);
+    EXPECT_EQ(m.gi_slices, want.slices);
+    EXPECT_EQ(m.ci_slices, want.slices);
+    EXPECT_EQ(m.multiprocessors, want.sms);
+    EXPECT_EQ(m.copy_engines, want.copy);
+    EXPECT_EQ(m.decoders, want.decoders);
+    EXPECT_EQ(m.encoders, 0u);
+    EXPECT_EQ(m.jpegs, want.jpegs);
+    EXPECT_EQ(m.ofas, 0u);
+  }
+  EXPECT_EQ(uuids.size(), 4u);
+  // The UUIDs are NVML's: each finds the MIG device's own handle.
+  for (const MigInfo& m : gpu.migs) {
+    auto mig = nvml_->MigDeviceByIndex(*nvml_->DeviceByIndex(0), m.index);
+    ASSERT_TRUE(mig.ok()) << mig.status();
+    EXPECT_EQ(*nvml_->Uuid(*mig), m.uuid);
+  }
+  EXPECT_TRUE(node->gpus[1].mig_capable);
+  EXPECT_FALSE(node->gpus[1].mig_enabled);
+  EXPECT_TRUE(node->gpus[1].migs.empty());
+}
+
+TEST_F(DiscoveryTest, NamesComputeInstancesAndMediaExtensions) {
+  const std::string machine = (dir_ / "sub.yaml").string();
+  std::ofstream(machine) << R"(driver_version: "550.54.15"
+cuda_driver_version: 12040
+gpus:
+  - name: NVIDIA A100-SXM4-40GB
+    uuid: GPU-11111111-2222-3333-4444-555555555555
+    minor: 0
+    bus_id: "0000:07:00.0"
+    pci_device_id: 0x20B010DE
+    pci_subsystem_id: 0x134F10DE
+    memory_mib: 40960
+    compute_capability: "8.0"
+    numa_node: 0
+    host_bridge: 0
+    mig_capable: true
+    mig_mode: enabled
+    gpu_instances:
+      - profile: 3g.20gb
+        compute_instances: [{profile: 1c.3g.20gb}, {profile: 2c.3g.20gb}]
+      - profile: 1g.5gb+me
+)";
+  Start(machine);
+  auto node = Discover();
+  ASSERT_TRUE(node.ok()) << node.status();
+  ASSERT_EQ(node->gpus.size(), 1u);
+  const std::vector<MigInfo>& migs = node->gpus[0].migs;
+  ASSERT_EQ(migs.size(), 3u);
+  const struct {
+    const char* profile;
+    unsigned gi, ci, gi_slices, ci_slices, sms;
+  } kWant[] = {{"1c.3g.20gb", 1, 0, 3, 1, 14},
+               {"2c.3g.20gb", 1, 1, 3, 2, 28},
+               {"1g.5gb+me", 11, 0, 1, 1, 14}};
+  for (unsigned j = 0; j < 3; ++j) {
+    EXPECT_EQ(migs[j].profile, kWant[j].profile) << j;
+    EXPECT_EQ(migs[j].gi, kWant[j].gi) << j;
+    EXPECT_EQ(migs[j].ci, kWant[j].ci) << j;
+    EXPECT_EQ(migs[j].gi_slices, kWant[j].gi_slices) << j;
+    EXPECT_EQ(migs[j].ci_slices, kWant[j].ci_slices) << j;
+    EXPECT_EQ(migs[j].multiprocessors, kWant[j].sms) << j;
+  }
+  EXPECT_EQ(migs[0].memory_bytes, 19968ull << 20) << "the GPU instance's";
+}
+
+TEST_F(DiscoveryTest, MigDeviceNvmlCannotDescribeIsLeftOut) {
+  Start(std::string(GDP_MACHINES_DIR) + "/h100-mig.yaml");
+  std::ofstream(dir_ / "control", std::ios::app) << "fail-mig 0 1 999\n";
+  absl::StatusOr<NodeGpus> node;
+  for (int i = 0; i < 200; ++i) {
+    node = Discover();
+    if (node.ok() && !node->unusable.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(node.ok()) << node.status();
+  ASSERT_EQ(node->unusable.size(), 1u);
+  EXPECT_THAT(std::string(node->unusable[0].message()),
+              ::testing::StartsWith("GPU 0 MIG 1: nvmlDeviceGetUUID: "));
+  EXPECT_EQ(NvmlCode(node->unusable[0]), NVML_ERROR_UNKNOWN);
+  ASSERT_EQ(node->gpus.size(), 2u);
+  std::vector<unsigned> indexes;
+  for (const MigInfo& m : node->gpus[0].migs) indexes.push_back(m.index);
+  EXPECT_EQ(indexes, (std::vector<unsigned>{0, 2, 3}));
+}
+
+TEST_F(DiscoveryTest, LostMigGpuIsLeftOut) {
+  Start(std::string(GDP_MACHINES_DIR) + "/h100-mig.yaml");
+  std::ofstream(dir_ / "control", std::ios::app) << "lose 0\n";
+  absl::StatusOr<NodeGpus> node;
+  for (int i = 0; i < 200; ++i) {
+    node = Discover();
+    if (node.ok() && !node->unusable.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(node.ok()) << node.status();
+  ASSERT_EQ(node->unusable.size(), 1u);
+  EXPECT_THAT(std::string(node->unusable[0].message()),
+              ::testing::StartsWith("GPU 0: "));
+  ASSERT_EQ(node->gpus.size(), 1u);
+  EXPECT_EQ(node->gpus[0].index, 1u);
+}
+
+TEST_F(DiscoveryTest, DriverWithoutMigReportsNoMig) {
+  Start(std::string(GDP_MACHINES_DIR) + "/h100-mig.yaml",
+        GDP_FAKE_NVML_PRE_MIG_LIB);
+  auto node = Discover();
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_TRUE(node->unusable.empty());
+  ASSERT_EQ(node->gpus.size(), 2u);
+  for (const GpuInfo& g : node->gpus) {
+    EXPECT_FALSE(g.mig_capable);
+    EXPECT_FALSE(g.mig_enabled);
+    EXPECT_TRUE(g.migs.empty());
+  }
 }
 
 }  // namespace

@@ -12,26 +12,42 @@
 
 namespace gdp {
 
-// Every entry point we call. X(name) expands once per symbol.
-#define GDP_NVML_SYMBOLS(X)             \
-  X(nvmlInit_v2)                        \
-  X(nvmlShutdown)                       \
-  X(nvmlErrorString)                    \
-  X(nvmlSystemGetDriverVersion)         \
-  X(nvmlSystemGetCudaDriverVersion_v2)  \
-  X(nvmlDeviceGetCount_v2)              \
-  X(nvmlDeviceGetHandleByIndex_v2)      \
-  X(nvmlDeviceGetName)                  \
-  X(nvmlDeviceGetUUID)                  \
-  X(nvmlDeviceGetMinorNumber)           \
-  X(nvmlDeviceGetPciInfo_v3)            \
-  X(nvmlDeviceGetMemoryInfo)            \
-  X(nvmlDeviceGetCudaComputeCapability) \
-  X(nvmlDeviceGetMigMode)
+// Every entry point we need. X(name) expands once per symbol. A library
+// lacking one of these is refused.
+#define GDP_NVML_SYMBOLS(X)            \
+  X(nvmlInit_v2)                       \
+  X(nvmlShutdown)                      \
+  X(nvmlErrorString)                   \
+  X(nvmlSystemGetDriverVersion)        \
+  X(nvmlSystemGetCudaDriverVersion_v2) \
+  X(nvmlDeviceGetCount_v2)             \
+  X(nvmlDeviceGetHandleByIndex_v2)     \
+  X(nvmlDeviceGetName)                 \
+  X(nvmlDeviceGetUUID)                 \
+  X(nvmlDeviceGetMinorNumber)          \
+  X(nvmlDeviceGetPciInfo_v3)           \
+  X(nvmlDeviceGetMemoryInfo)           \
+  X(nvmlDeviceGetCudaComputeCapability)
+
+// The MIG entry points (R450 and later): optional, so that an older driver
+// still loads; without them MIG is reported unavailable.
+#define GDP_NVML_MIG_SYMBOLS(X)                   \
+  X(nvmlDeviceGetMigMode)                         \
+  X(nvmlDeviceGetMaxMigDeviceCount)               \
+  X(nvmlDeviceGetMigDeviceHandleByIndex)          \
+  X(nvmlDeviceIsMigDeviceHandle)                  \
+  X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle) \
+  X(nvmlDeviceGetGpuInstanceId)                   \
+  X(nvmlDeviceGetComputeInstanceId)               \
+  X(nvmlDeviceGetAttributes_v2)                   \
+  X(nvmlDeviceGetGpuInstanceById)                 \
+  X(nvmlGpuInstanceGetInfo)                       \
+  X(nvmlDeviceGetGpuInstanceProfileInfo)
 
 struct NvmlSymbols {
 #define GDP_NVML_FIELD(name) Fn_##name name = nullptr;
   GDP_NVML_SYMBOLS(GDP_NVML_FIELD)
+  GDP_NVML_MIG_SYMBOLS(GDP_NVML_FIELD)
 #undef GDP_NVML_FIELD
 };
 
@@ -115,6 +131,10 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
   if (fns->name == nullptr) missing.push_back(#name);
   GDP_NVML_SYMBOLS(GDP_NVML_RESOLVE)
 #undef GDP_NVML_RESOLVE
+#define GDP_NVML_RESOLVE_OPTIONAL(name) \
+  fns->name = reinterpret_cast<Fn_##name>(dlsym(lib, #name));
+  GDP_NVML_MIG_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
+#undef GDP_NVML_RESOLVE_OPTIONAL
   if (!missing.empty()) {
     dlclose(lib);
     return absl::FailedPreconditionError(
@@ -146,6 +166,19 @@ absl::Status Nvml::Check(nvmlReturn_t r, const char* call) const {
                  absl::StrCat(call, ": ", fns_->nvmlErrorString(r)));
   s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(r))));
   return s;
+}
+
+template <typename Fn, typename... Args>
+absl::Status Nvml::CallOptional(Fn fn, const char* call, Args... args) const {
+  if (fn == nullptr) {
+    absl::Status s(absl::StatusCode::kUnimplemented,
+                   absl::StrCat(call, ": not in ", library_path_,
+                                " (driver too old for MIG?)"));
+    s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(
+                                  NVML_ERROR_FUNCTION_NOT_FOUND))));
+    return s;
+  }
+  return Check(fn(args...), call);
 }
 
 absl::StatusOr<std::string> Nvml::DeviceString(Fn_nvmlDeviceGetName fn,
@@ -238,12 +271,109 @@ absl::StatusOr<std::pair<int, int>> Nvml::ComputeCapability(
   return std::pair{major, minor};
 }
 
+bool Nvml::HasMig() const {
+  bool all = true;
+#define GDP_NVML_PRESENT(name) all = all && fns_->name != nullptr;
+  GDP_NVML_MIG_SYMBOLS(GDP_NVML_PRESENT)
+#undef GDP_NVML_PRESENT
+  return all;
+}
+
 absl::StatusOr<bool> Nvml::MigEnabled(nvmlDevice_t device) const {
   unsigned current = 0, pending = 0;
-  absl::Status s = Check(fns_->nvmlDeviceGetMigMode(device, &current, &pending),
-                         "nvmlDeviceGetMigMode");
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceGetMigMode, "nvmlDeviceGetMigMode", device,
+                   &current, &pending);
   if (!s.ok()) return s;
   return current == NVML_DEVICE_MIG_ENABLE;
+}
+
+absl::StatusOr<unsigned> Nvml::MaxMigDeviceCount(nvmlDevice_t gpu) const {
+  unsigned count = 0;
+  absl::Status s = CallOptional(fns_->nvmlDeviceGetMaxMigDeviceCount,
+                                "nvmlDeviceGetMaxMigDeviceCount", gpu, &count);
+  if (!s.ok()) return s;
+  return count;
+}
+
+absl::StatusOr<nvmlDevice_t> Nvml::MigDeviceByIndex(nvmlDevice_t gpu,
+                                                    unsigned index) const {
+  nvmlDevice_t mig = nullptr;
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceGetMigDeviceHandleByIndex,
+                   "nvmlDeviceGetMigDeviceHandleByIndex", gpu, index, &mig);
+  if (!s.ok()) return s;
+  return mig;
+}
+
+absl::StatusOr<bool> Nvml::IsMigDevice(nvmlDevice_t device) const {
+  unsigned is_mig = 0;
+  absl::Status s = CallOptional(fns_->nvmlDeviceIsMigDeviceHandle,
+                                "nvmlDeviceIsMigDeviceHandle", device, &is_mig);
+  if (!s.ok()) return s;
+  return is_mig != 0;
+}
+
+absl::StatusOr<nvmlDevice_t> Nvml::MigParent(nvmlDevice_t mig) const {
+  nvmlDevice_t parent = nullptr;
+  absl::Status s = CallOptional(
+      fns_->nvmlDeviceGetDeviceHandleFromMigDeviceHandle,
+      "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", mig, &parent);
+  if (!s.ok()) return s;
+  return parent;
+}
+
+absl::StatusOr<unsigned> Nvml::GpuInstanceId(nvmlDevice_t mig) const {
+  unsigned id = 0;
+  absl::Status s = CallOptional(fns_->nvmlDeviceGetGpuInstanceId,
+                                "nvmlDeviceGetGpuInstanceId", mig, &id);
+  if (!s.ok()) return s;
+  return id;
+}
+
+absl::StatusOr<unsigned> Nvml::ComputeInstanceId(nvmlDevice_t mig) const {
+  unsigned id = 0;
+  absl::Status s = CallOptional(fns_->nvmlDeviceGetComputeInstanceId,
+                                "nvmlDeviceGetComputeInstanceId", mig, &id);
+  if (!s.ok()) return s;
+  return id;
+}
+
+absl::StatusOr<nvmlDeviceAttributes_t> Nvml::Attributes(
+    nvmlDevice_t mig) const {
+  nvmlDeviceAttributes_t attributes{};
+  absl::Status s = CallOptional(fns_->nvmlDeviceGetAttributes_v2,
+                                "nvmlDeviceGetAttributes_v2", mig, &attributes);
+  if (!s.ok()) return s;
+  return attributes;
+}
+
+absl::StatusOr<nvmlGpuInstance_t> Nvml::GpuInstanceById(nvmlDevice_t gpu,
+                                                        unsigned id) const {
+  nvmlGpuInstance_t gi = nullptr;
+  absl::Status s = CallOptional(fns_->nvmlDeviceGetGpuInstanceById,
+                                "nvmlDeviceGetGpuInstanceById", gpu, id, &gi);
+  if (!s.ok()) return s;
+  return gi;
+}
+
+absl::StatusOr<nvmlGpuInstanceInfo_t> Nvml::GpuInstanceInfo(
+    nvmlGpuInstance_t gpu_instance) const {
+  nvmlGpuInstanceInfo_t info{};
+  absl::Status s = CallOptional(fns_->nvmlGpuInstanceGetInfo,
+                                "nvmlGpuInstanceGetInfo", gpu_instance, &info);
+  if (!s.ok()) return s;
+  return info;
+}
+
+absl::StatusOr<nvmlGpuInstanceProfileInfo_t> Nvml::GpuInstanceProfileInfo(
+    nvmlDevice_t gpu, unsigned profile) const {
+  nvmlGpuInstanceProfileInfo_t info{};
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceGetGpuInstanceProfileInfo,
+                   "nvmlDeviceGetGpuInstanceProfileInfo", gpu, profile, &info);
+  if (!s.ok()) return s;
+  return info;
 }
 
 nvmlReturn_t NvmlCode(const absl::Status& status) {

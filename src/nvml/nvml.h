@@ -56,13 +56,55 @@ class Nvml {
   absl::StatusOr<unsigned long long> MemoryTotal(nvmlDevice_t device) const;
   absl::StatusOr<std::pair<int, int>> ComputeCapability(
       nvmlDevice_t device) const;
+  // Multi-Instance GPU. These entry points (R450 and later) are optional:
+  // a library without one still loads, and a call needing it returns
+  // Unimplemented with NvmlCode NVML_ERROR_FUNCTION_NOT_FOUND, naming the
+  // entry point. MIG device handles are nvmlDevice_t too: Name, Uuid and
+  // MemoryTotal accept them and describe the MIG device.
+
+  // Whether the library has every MIG entry point.
+  bool HasMig() const;
+
   // Current MIG mode; Unimplemented (NVML_ERROR_NOT_SUPPORTED) on GPUs
-  // without MIG.
+  // without MIG, and when the library lacks nvmlDeviceGetMigMode.
   absl::StatusOr<bool> MigEnabled(nvmlDevice_t device) const;
+  // How many MIG devices GPU `gpu` can hold: the bound of the indexes to
+  // try with MigDeviceByIndex (0 without MIG enabled).
+  absl::StatusOr<unsigned> MaxMigDeviceCount(nvmlDevice_t gpu) const;
+  // The handle of MIG device `index` of GPU `gpu`; NotFound
+  // (NVML_ERROR_NOT_FOUND) when there is none at that index (indexes may
+  // have gaps).
+  absl::StatusOr<nvmlDevice_t> MigDeviceByIndex(nvmlDevice_t gpu,
+                                                unsigned index) const;
+  // Whether `device` is a MIG device handle.
+  absl::StatusOr<bool> IsMigDevice(nvmlDevice_t device) const;
+  // The GPU a MIG device belongs to.
+  absl::StatusOr<nvmlDevice_t> MigParent(nvmlDevice_t mig) const;
+  // The GPU instance and compute instance IDs of a MIG device.
+  absl::StatusOr<unsigned> GpuInstanceId(nvmlDevice_t mig) const;
+  absl::StatusOr<unsigned> ComputeInstanceId(nvmlDevice_t mig) const;
+  // What a MIG device is made of: SMs, shared engines, GPU and compute
+  // instance slice counts, memory (nvmlDeviceGetAttributes_v2; MIG device
+  // handles only).
+  absl::StatusOr<nvmlDeviceAttributes_t> Attributes(nvmlDevice_t mig) const;
+  // GPU instance `id` of GPU `gpu` (NotFound if none), and its information.
+  absl::StatusOr<nvmlGpuInstance_t> GpuInstanceById(nvmlDevice_t gpu,
+                                                    unsigned id) const;
+  absl::StatusOr<nvmlGpuInstanceInfo_t> GpuInstanceInfo(
+      nvmlGpuInstance_t gpu_instance) const;
+  // GPU instance profile NVML_GPU_INSTANCE_PROFILE_* `profile` of GPU `gpu`:
+  // Unimplemented (NVML_ERROR_NOT_SUPPORTED) if the GPU lacks it,
+  // InvalidArgument past the profiles this NVML knows.
+  absl::StatusOr<nvmlGpuInstanceProfileInfo_t> GpuInstanceProfileInfo(
+      nvmlDevice_t gpu, unsigned profile) const;
 
  private:
   Nvml(void* lib, std::string path, std::unique_ptr<NvmlSymbols> fns);
   absl::Status Check(nvmlReturn_t r, const char* call) const;
+  // Check(fn(args...), call), or Unimplemented when the optional entry
+  // point `fn` was not found.
+  template <typename Fn, typename... Args>
+  absl::Status CallOptional(Fn fn, const char* call, Args... args) const;
   // Reads a device string attribute into a buffer of NVML's documented size.
   absl::StatusOr<std::string> DeviceString(Fn_nvmlDeviceGetName fn,
                                            nvmlDevice_t device, unsigned size,

@@ -41,9 +41,11 @@ typedef enum nvmlReturn_enum {
   NVML_ERROR_UNKNOWN = 999
 } nvmlReturn_t;
 
-// Opaque handles.
+// Opaque handles. A MIG device handle is an nvmlDevice_t too.
 typedef struct nvmlDevice_st* nvmlDevice_t;
 typedef struct nvmlEventSet_st* nvmlEventSet_t;
+typedef struct nvmlGpuInstance_st* nvmlGpuInstance_t;
+typedef struct nvmlComputeInstance_st* nvmlComputeInstance_t;
 
 // Buffer sizes, including the terminating NUL.
 #define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
@@ -95,6 +97,112 @@ typedef enum nvmlEnableState_enum {
 
 #define NVML_DEVICE_MIG_DISABLE 0
 #define NVML_DEVICE_MIG_ENABLE 1
+
+// GPU instance profiles: the `profile` argument of
+// nvmlDeviceGetGpuInstanceProfileInfo (not the profile ID it reports).
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_GPU_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_GPU_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_GPU_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1 0x7  // with media engines (+me)
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_REV1 0x8  // with media engines (+me)
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2 0x9  // twice the memory
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX 0xA
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_GFX 0xB
+#define NVML_GPU_INSTANCE_PROFILE_4_SLICE_GFX 0xC
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_NO_ME 0xD
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_NO_ME 0xE
+#define NVML_GPU_INSTANCE_PROFILE_1_SLICE_ALL_ME 0xF
+#define NVML_GPU_INSTANCE_PROFILE_2_SLICE_ALL_ME 0x10
+#define NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX 0x11
+#define NVML_GPU_INSTANCE_PROFILE_COUNT 0x12
+
+// Compute instance profiles, for nvmlGpuInstanceGetComputeInstanceProfileInfo.
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE 0x0
+#define NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE 0x1
+#define NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE 0x2
+#define NVML_COMPUTE_INSTANCE_PROFILE_4_SLICE 0x3
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE 0x4
+#define NVML_COMPUTE_INSTANCE_PROFILE_8_SLICE 0x5
+#define NVML_COMPUTE_INSTANCE_PROFILE_6_SLICE 0x6
+#define NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 0x7
+#define NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL 0x8
+#define NVML_COMPUTE_INSTANCE_PROFILE_COUNT 0x9
+
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED 0x0
+#define NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_COUNT 0x1
+
+// What a MIG device handle is made of (nvmlDeviceGetAttributes_v2).
+typedef struct nvmlDeviceAttributes_st {
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  unsigned int gpuInstanceSliceCount;
+  unsigned int computeInstanceSliceCount;
+  unsigned long long memorySizeMB;  // MiB
+} nvmlDeviceAttributes_t;
+
+// Where a GPU instance sits: its memory slices [start, start + size).
+typedef struct nvmlGpuInstancePlacement_st {
+  unsigned int start;
+  unsigned int size;
+} nvmlGpuInstancePlacement_t;
+
+// nvmlDeviceGetGpuInstanceProfileInfo (the unversioned, v1 struct).
+typedef struct nvmlGpuInstanceProfileInfo_st {
+  unsigned int id;  // profile ID within the device (e.g. 19 for 1g.10gb)
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;     // compute slices
+  unsigned int instanceCount;  // how many instances of it fit the GPU
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;  // MiB
+} nvmlGpuInstanceProfileInfo_t;
+
+typedef struct nvmlGpuInstanceInfo_st {
+  nvmlDevice_t device;     // the parent GPU
+  unsigned int id;         // GPU instance ID, unique within the GPU
+  unsigned int profileId;  // nvmlGpuInstanceProfileInfo_t.id
+  nvmlGpuInstancePlacement_t placement;
+} nvmlGpuInstanceInfo_t;
+
+// Where a compute instance sits: compute slices [start, start + size) of
+// its GPU instance.
+typedef struct nvmlComputeInstancePlacement_st {
+  unsigned int start;
+  unsigned int size;
+} nvmlComputeInstancePlacement_t;
+
+// nvmlGpuInstanceGetComputeInstanceProfileInfo (the unversioned, v1 struct).
+typedef struct nvmlComputeInstanceProfileInfo_st {
+  unsigned int id;  // profile ID within the GPU instance
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+} nvmlComputeInstanceProfileInfo_t;
+
+typedef struct nvmlComputeInstanceInfo_st {
+  nvmlDevice_t device;            // the parent GPU
+  nvmlGpuInstance_t gpuInstance;  // the parent GPU instance
+  unsigned int id;  // compute instance ID, unique within the GPU instance
+  unsigned int profileId;  // nvmlComputeInstanceProfileInfo_t.id
+  nvmlComputeInstancePlacement_t placement;
+} nvmlComputeInstanceInfo_t;
 
 typedef enum nvmlGpuLevel_enum {
   NVML_TOPOLOGY_INTERNAL = 0,
@@ -177,6 +285,43 @@ typedef nvmlReturn_t (*Fn_nvmlEventSetWait_v2)(nvmlEventSet_t set,
                                                nvmlEventData_t* data,
                                                unsigned int timeout_ms);
 typedef nvmlReturn_t (*Fn_nvmlEventSetFree)(nvmlEventSet_t set);
+
+// Multi-Instance GPU (R450 and later).
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetMaxMigDeviceCount)(nvmlDevice_t device,
+                                                          unsigned int* count);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetMigDeviceHandleByIndex)(
+    nvmlDevice_t device, unsigned int index, nvmlDevice_t* mig_device);
+typedef nvmlReturn_t (*Fn_nvmlDeviceIsMigDeviceHandle)(
+    nvmlDevice_t device, unsigned int* is_mig_device);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetDeviceHandleFromMigDeviceHandle)(
+    nvmlDevice_t mig_device, nvmlDevice_t* device);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetGpuInstanceId)(nvmlDevice_t device,
+                                                      unsigned int* id);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetComputeInstanceId)(nvmlDevice_t device,
+                                                          unsigned int* id);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetAttributes_v2)(
+    nvmlDevice_t device, nvmlDeviceAttributes_t* attributes);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetGpuInstanceProfileInfo)(
+    nvmlDevice_t device, unsigned int profile,
+    nvmlGpuInstanceProfileInfo_t* info);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetGpuInstances)(
+    nvmlDevice_t device, unsigned int profile_id,
+    nvmlGpuInstance_t* gpu_instances, unsigned int* count);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetGpuInstanceById)(
+    nvmlDevice_t device, unsigned int id, nvmlGpuInstance_t* gpu_instance);
+typedef nvmlReturn_t (*Fn_nvmlGpuInstanceGetInfo)(
+    nvmlGpuInstance_t gpu_instance, nvmlGpuInstanceInfo_t* info);
+typedef nvmlReturn_t (*Fn_nvmlGpuInstanceGetComputeInstanceProfileInfo)(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile,
+    unsigned int eng_profile, nvmlComputeInstanceProfileInfo_t* info);
+typedef nvmlReturn_t (*Fn_nvmlGpuInstanceGetComputeInstances)(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nvmlComputeInstance_t* compute_instances, unsigned int* count);
+typedef nvmlReturn_t (*Fn_nvmlGpuInstanceGetComputeInstanceById)(
+    nvmlGpuInstance_t gpu_instance, unsigned int id,
+    nvmlComputeInstance_t* compute_instance);
+typedef nvmlReturn_t (*Fn_nvmlComputeInstanceGetInfo_v2)(
+    nvmlComputeInstance_t compute_instance, nvmlComputeInstanceInfo_t* info);
 
 }  // extern "C"
 

@@ -24,8 +24,7 @@ class NvmlTest : public ::testing::Test {
         fs::temp_directory_path() / ("gdp-nvml-" + std::to_string(getpid()));
     fs::remove_all(root_);
     fs::create_directories(root_ / "usr/lib64");
-    fs::create_symlink(GDP_FAKE_NVML_LIB,
-                       root_ / "usr/lib64/libnvidia-ml.so.1");
+    UseLibrary(GDP_FAKE_NVML_LIB);
     control_ = root_ / "control";
     setenv("FAKE_NVML_CONTROL", control_.c_str(), 1);
     UseMachine("dgx-a100");
@@ -33,6 +32,11 @@ class NvmlTest : public ::testing::Test {
   void TearDown() override {
     unsetenv("FAKE_NVML_CONTROL");
     fs::remove_all(root_);
+  }
+  // Points the driver root's libnvidia-ml.so.1 at `path`.
+  void UseLibrary(const std::string& path) {
+    fs::remove(root_ / "usr/lib64/libnvidia-ml.so.1");
+    fs::create_symlink(path, root_ / "usr/lib64/libnvidia-ml.so.1");
   }
   void UseMachine(const std::string& name) {
     setenv("FAKE_NVML_MACHINE",
@@ -82,6 +86,83 @@ TEST_F(NvmlTest, MigUnsupportedIsUnimplemented) {
   auto mig = (*nvml)->MigEnabled(*(*nvml)->DeviceByIndex(0));
   EXPECT_EQ(mig.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_EQ(NvmlCode(mig.status()), NVML_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(NvmlTest, MigDevices) {
+  UseMachine("h100-mig");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  EXPECT_TRUE(n.HasMig());
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  EXPECT_EQ(*n.MigEnabled(gpu), true);
+  EXPECT_EQ(*n.MigEnabled(*n.DeviceByIndex(1)), false);
+  EXPECT_EQ(*n.MaxMigDeviceCount(gpu), 7u);
+  EXPECT_EQ(*n.MaxMigDeviceCount(*n.DeviceByIndex(1)), 0u);
+  EXPECT_EQ(*n.IsMigDevice(gpu), false);
+  const struct {
+    unsigned gi;
+    unsigned gi_slices;
+    unsigned long long memory_mib;
+  } kMigs[] = {{2, 3, 40448}, {3, 2, 20096}, {9, 1, 9984}, {10, 1, 9984}};
+  for (unsigned j = 0; j < 4; ++j) {
+    SCOPED_TRACE(j);
+    auto mig = n.MigDeviceByIndex(gpu, j);
+    ASSERT_TRUE(mig.ok()) << mig.status();
+    EXPECT_EQ(*n.IsMigDevice(*mig), true);
+    EXPECT_EQ(*n.MigParent(*mig), gpu);
+    EXPECT_THAT(*n.Uuid(*mig), ::testing::StartsWith("MIG-"));
+    EXPECT_EQ(*n.MemoryTotal(*mig), kMigs[j].memory_mib << 20);
+    EXPECT_EQ(*n.GpuInstanceId(*mig), kMigs[j].gi);
+    EXPECT_EQ(*n.ComputeInstanceId(*mig), 0u);
+    auto attributes = n.Attributes(*mig);
+    ASSERT_TRUE(attributes.ok()) << attributes.status();
+    EXPECT_EQ(attributes->gpuInstanceSliceCount, kMigs[j].gi_slices);
+    EXPECT_EQ(attributes->computeInstanceSliceCount, kMigs[j].gi_slices);
+    EXPECT_EQ(attributes->memorySizeMB, kMigs[j].memory_mib);
+    auto gi = n.GpuInstanceById(gpu, kMigs[j].gi);
+    ASSERT_TRUE(gi.ok()) << gi.status();
+    EXPECT_EQ(n.GpuInstanceInfo(*gi)->id, kMigs[j].gi);
+  }
+  auto none = n.MigDeviceByIndex(gpu, 4);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(NvmlCode(none.status()), NVML_ERROR_NOT_FOUND);
+  EXPECT_THAT(std::string(none.status().message()),
+              HasSubstr("nvmlDeviceGetMigDeviceHandleByIndex"));
+  EXPECT_EQ(n.GpuInstanceId(gpu).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(n.GpuInstanceById(gpu, 0).status().code(),
+            absl::StatusCode::kNotFound);
+  auto rev1 =
+      n.GpuInstanceProfileInfo(gpu, NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV1);
+  ASSERT_TRUE(rev1.ok()) << rev1.status();
+  EXPECT_EQ(rev1->id, 20u);
+  EXPECT_EQ(
+      NvmlCode(n.GpuInstanceProfileInfo(gpu, NVML_GPU_INSTANCE_PROFILE_8_SLICE)
+                   .status()),
+      NVML_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(NvmlTest, DriverWithoutMigStillLoads) {
+  UseLibrary(GDP_FAKE_NVML_PRE_MIG_LIB);
+  UseMachine("h100-mig");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  EXPECT_FALSE(n.HasMig());
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  EXPECT_THAT(*n.Uuid(gpu), ::testing::StartsWith("GPU-"));
+  const absl::Status statuses[] = {
+      n.MigEnabled(gpu).status(), n.MaxMigDeviceCount(gpu).status(),
+      n.MigDeviceByIndex(gpu, 0).status(), n.GpuInstanceId(gpu).status()};
+  const char* kCalls[] = {
+      "nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount",
+      "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlDeviceGetGpuInstanceId"};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(statuses[i].code(), absl::StatusCode::kUnimplemented);
+    EXPECT_EQ(NvmlCode(statuses[i]), NVML_ERROR_FUNCTION_NOT_FOUND);
+    EXPECT_THAT(std::string(statuses[i].message()), HasSubstr(kCalls[i]));
+  }
 }
 
 TEST_F(NvmlTest, InitFailureCarriesNvmlCode) {
