@@ -1,11 +1,11 @@
 #include "cmd/daemon.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include <filesystem>
-
 #include "absl/strings/str_join.h"
 #include "cdi/spec.h"
 #include "cdi/write_spec.h"
@@ -25,7 +25,7 @@ bool UsesCdi(const Config& c) {
          Has(c.device_list_strategies, DeviceListStrategy::kCdiCri);
 }
 
-bool NeedsMigMinors(const Config& c, const NodeGpus& node) {
+bool NeedsMigCaps(const Config& c, const NodeGpus& node) {
   return c.mig_strategy != MigStrategy::kNone &&
          std::any_of(node.gpus.begin(), node.gpus.end(), [](const GpuInfo& g) {
            return g.mig_enabled && !g.migs.empty();
@@ -104,14 +104,14 @@ absl::Status Daemon::Start(NodeGpus node) {
 }
 
 absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
-  MigMinors minors;
-  if (NeedsMigMinors(c, node)) {
-    absl::StatusOr<MigMinors> read = ReadMigMinors(c.proc_root);
+  std::optional<MigCaps> caps;
+  if (NeedsMigCaps(c, node)) {
+    absl::StatusOr<MigCaps> read = MigCaps::Read(c.proc_root);
     if (!read.ok()) return read.status();
-    minors = *std::move(read);
+    caps = *std::move(read);
   }
   absl::StatusOr<std::vector<Resource>> resources =
-      BuildResources(node, c, minors);
+      BuildResources(node, c, caps.has_value() ? &*caps : nullptr);
   if (!resources.ok()) return resources.status();
   if (resources->empty()) {
     LOG_WARN("No devices to advertise with this configuration");

@@ -13,8 +13,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "cmd/flags.h"
 #include "cmd/daemon.h"
+#include "cmd/flags.h"
 #include "config/load.h"
 #include "nvml/nvml.h"
 #include "util/file_watcher.h"
@@ -195,7 +195,8 @@ void ServeUntilStopped(const ParsedFlags& flags, Daemon* daemon,
     LOG_INFO("{}: reloading the config",
              hup ? std::string("SIGHUP")
                  : "Config file " + daemon->config().config_file + " changed");
-    (void)daemon->Reload(LoadConfig(flags.flag_config, flags.explicit_settings));
+    (void)daemon->Reload(
+        LoadConfig(flags.flag_config, flags.explicit_settings));
   }
   absl::MutexLock lock(&stop->mu);
   stop->watcher = nullptr;

@@ -45,20 +45,12 @@ Unit GpuUnit(const GpuInfo& g, DeviceIdStrategy ids) {
   return u;
 }
 
-absl::StatusOr<std::string> CapNode(const MigMinors& minors,
-                                    const std::string& key, const MigInfo& m) {
-  auto it = minors.find(key);
-  if (it == minors.end()) {
-    return absl::NotFoundError(absl::StrCat(
-        "MIG device ", m.uuid, ": no capability minor '", key,
-        "' in driver/nvidia-caps/mig-minors; is the nvidia-caps module "
-        "loaded and --proc-root right?"));
-  }
-  return absl::StrCat("/dev/nvidia-caps/nvidia-cap", it->second);
-}
-
 absl::StatusOr<Unit> MigUnit(const GpuInfo& g, const MigInfo& m,
-                             DeviceIdStrategy ids, const MigMinors& minors) {
+                             DeviceIdStrategy ids, const MigCaps* caps) {
+  if (caps == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "MIG device ", m.uuid, ": MIG capability minors were not read"));
+  }
   Unit u = GpuUnit(g, ids);
   u.index_ref = absl::StrCat(g.index, ":", m.index);
   u.uuid = m.uuid;
@@ -69,13 +61,15 @@ absl::StatusOr<Unit> MigUnit(const GpuInfo& g, const MigInfo& m,
   u.device.mig_gi = static_cast<int>(m.gi);
   u.device.mig_ci = static_cast<int>(m.ci);
   u.device.memory_bytes = m.memory_bytes;
-  std::string gi_key = absl::StrCat("gpu", g.minor, "/gi", m.gi, "/access");
-  std::string ci_key =
-      absl::StrCat("gpu", g.minor, "/gi", m.gi, "/ci", m.ci, "/access");
-  for (const std::string& key : {gi_key, ci_key}) {
-    absl::StatusOr<std::string> node = CapNode(minors, key, m);
-    if (!node.ok()) return node.status();
-    u.device.device_nodes.push_back(*std::move(node));
+  for (absl::StatusOr<unsigned> cap :
+       {caps->GpuInstanceMinor(g.minor, m.gi),
+        caps->ComputeInstanceMinor(g.minor, m.gi, m.ci)}) {
+    if (!cap.ok()) {
+      return absl::Status(
+          cap.status().code(),
+          absl::StrCat("MIG device ", m.uuid, ": ", cap.status().message()));
+    }
+    u.device.device_nodes.push_back(MigCaps::DevicePath(*cap));
   }
   return u;
 }
@@ -103,10 +97,10 @@ void AddNamed(Groups* groups, const std::vector<ResourcePattern>& patterns,
   (*groups)[*name].push_back(std::move(unit));
 }
 
-absl::Status AddMigUnits(const GpuInfo& g, const Config& c,
-                         const MigMinors& minors, Groups* groups, bool single) {
+absl::Status AddMigUnits(const GpuInfo& g, const Config& c, const MigCaps* caps,
+                         Groups* groups, bool single) {
   for (const MigInfo& m : g.migs) {
-    absl::StatusOr<Unit> u = MigUnit(g, m, c.device_id_strategy, minors);
+    absl::StatusOr<Unit> u = MigUnit(g, m, c.device_id_strategy, caps);
     if (!u.ok()) return u.status();
     if (single) {
       AddNamed(groups, c.gpu_resources, kResourceName, *std::move(u));
@@ -146,7 +140,7 @@ absl::Status CheckSingle(const NodeGpus& node) {
 }
 
 absl::StatusOr<Groups> BaseGroups(const NodeGpus& node, const Config& c,
-                                  const MigMinors& minors) {
+                                  const MigCaps* caps) {
   Groups groups;
   bool any_mig = std::any_of(node.gpus.begin(), node.gpus.end(),
                              [](const GpuInfo& g) { return g.mig_enabled; });
@@ -160,8 +154,7 @@ absl::StatusOr<Groups> BaseGroups(const NodeGpus& node, const Config& c,
         LOG_WARN("GPU {} ({}) has MIG enabled but no MIG devices", g.index,
                  g.uuid);
       }
-      if (absl::Status s = AddMigUnits(g, c, minors, &groups, single);
-          !s.ok()) {
+      if (absl::Status s = AddMigUnits(g, c, caps, &groups, single); !s.ok()) {
         return s;
       }
       continue;
@@ -288,9 +281,10 @@ std::string SocketNameFor(const std::string& resource_name) {
   return absl::StrCat("nvidia-", base, ".sock");
 }
 
-absl::StatusOr<std::vector<Resource>> BuildResources(
-    const NodeGpus& node, const Config& config, const MigMinors& mig_minors) {
-  absl::StatusOr<Groups> groups = BaseGroups(node, config, mig_minors);
+absl::StatusOr<std::vector<Resource>> BuildResources(const NodeGpus& node,
+                                                     const Config& config,
+                                                     const MigCaps* mig_caps) {
+  absl::StatusOr<Groups> groups = BaseGroups(node, config, mig_caps);
   if (!groups.ok()) return groups.status();
   std::map<std::string, SharedInfo> shared;
   if (absl::Status s = ApplySharing(config.sharing, &*groups, &shared);

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "config/config.h"
 #include "device/device.h"
 #include "device/gpu.h"
+#include "device/mig_caps.h"
 
 namespace gdp {
 
@@ -31,12 +31,6 @@ struct Resource {
 // "nvidia.com/mig-1g.10gb" -> "nvidia-mig-1g.10gb.sock".
 std::string SocketNameFor(const std::string& resource_name);
 
-// MIG capability minors as read from
-// <proc>/driver/nvidia-caps/mig-minors: "gpu0/gi1/access" -> 21. A MIG
-// device's nodes are /dev/nvidia-caps/nvidia-cap<N> for its GPU instance
-// and its compute instance.
-using MigMinors = absl::flat_hash_map<std::string, int>;
-
 // The resources to advertise, sorted by name; resources without devices are
 // left out.
 //
@@ -50,13 +44,18 @@ using MigMinors = absl::flat_hash_map<std::string, int>;
 // `replicas` replicas each, under the resource's name, its rename, or
 // <name>.shared with renameByDefault; unchosen devices stay as they were.
 //
+// A MIG device's nodes are its GPU's /dev/nvidia<minor> and
+// /dev/nvidia-caps/nvidia-cap<N> of its GPU instance and compute instance,
+// N from `mig_caps` (may be null when no MIG device is advertised).
+//
 // REQUIRES: Validate(config).ok().
 // Result on failure: InvalidArgument naming the GPU, profile or config field
 // (MIG single on a mixed node, MPS on MIG devices or too many MPS replicas,
 // a rename that collides with another resource) or NotFound naming a
-// missing MIG capability minor.
-absl::StatusOr<std::vector<Resource>> BuildResources(
-    const NodeGpus& node, const Config& config, const MigMinors& mig_minors);
+// missing MIG capability minor (or FailedPrecondition without `mig_caps`).
+absl::StatusOr<std::vector<Resource>> BuildResources(const NodeGpus& node,
+                                                     const Config& config,
+                                                     const MigCaps* mig_caps);
 
 }  // namespace gdp
 

@@ -46,13 +46,23 @@ NodeGpus MixedNode() {
   return n;
 }
 
-MigMinors Minors() {
-  MigMinors m;
+// mig-minors text for GPU minor 10, GPU instances 2, 9, 10 (compute
+// instance 0 each), leaving out the line named `skip`.
+std::string MinorsText(const std::string& skip = "") {
+  std::string text = "config 1\nmonitor 2\n";
   for (int gi : {2, 9, 10}) {
-    m[absl::StrCat("gpu10/gi", gi, "/access")] = 100 + gi;
-    m[absl::StrCat("gpu10/gi", gi, "/ci0/access")] = 200 + gi;
+    std::string a = absl::StrCat("gpu10/gi", gi, "/access");
+    std::string b = absl::StrCat("gpu10/gi", gi, "/ci0/access");
+    if (a != skip) absl::StrAppend(&text, a, " ", 100 + gi, "\n");
+    if (b != skip) absl::StrAppend(&text, b, " ", 200 + gi, "\n");
   }
-  return m;
+  return text;
+}
+
+MigCaps Caps(const std::string& text = MinorsText()) {
+  auto caps = MigCaps::Parse(text, "mig-minors");
+  EXPECT_TRUE(caps.ok()) << caps.status();
+  return *std::move(caps);
 }
 
 SharedResource Shared(std::string name, int replicas, std::string rename = "",
@@ -81,7 +91,7 @@ TEST(ResourcesTest, WholeGpusByUuidAndIndex) {
   NodeGpus node;
   node.gpus = {Gpu(0), Gpu(1)};
   Config c;
-  auto rs = BuildResources(node, c, {});
+  auto rs = BuildResources(node, c, nullptr);
   ASSERT_TRUE(rs.ok()) << rs.status();
   ASSERT_THAT(Names(*rs), ElementsAre("nvidia.com/gpu"));
   EXPECT_EQ((*rs)[0].socket_name, "nvidia-gpu.sock");
@@ -93,13 +103,13 @@ TEST(ResourcesTest, WholeGpusByUuidAndIndex) {
   EXPECT_EQ(d.replica, -1);
 
   c.device_id_strategy = DeviceIdStrategy::kIndex;
-  rs = BuildResources(node, c, {});
+  rs = BuildResources(node, c, nullptr);
   ASSERT_TRUE(rs.ok());
   EXPECT_THAT(Ids((*rs)[0]), ElementsAre("0", "1"));
 }
 
 TEST(ResourcesTest, MigNoneAdvertisesWholeGpus) {
-  auto rs = BuildResources(MixedNode(), Config{}, {});
+  auto rs = BuildResources(MixedNode(), Config{}, nullptr);
   ASSERT_TRUE(rs.ok());
   ASSERT_THAT(Names(*rs), ElementsAre("nvidia.com/gpu"));
   EXPECT_THAT(Ids((*rs)[0]), ElementsAre("GPU-0", "GPU-1"));
@@ -108,7 +118,8 @@ TEST(ResourcesTest, MigNoneAdvertisesWholeGpus) {
 TEST(ResourcesTest, MigMixedOneResourcePerProfile) {
   Config c;
   c.mig_strategy = MigStrategy::kMixed;
-  auto rs = BuildResources(MixedNode(), c, Minors());
+  MigCaps caps = Caps();
+  auto rs = BuildResources(MixedNode(), c, &caps);
   ASSERT_TRUE(rs.ok()) << rs.status();
   ASSERT_THAT(Names(*rs),
               ElementsAre("nvidia.com/gpu", "nvidia.com/mig-1g.10gb",
@@ -125,7 +136,7 @@ TEST(ResourcesTest, MigMixedOneResourcePerProfile) {
   EXPECT_EQ(d.gpu_uuid, "GPU-0");
 
   c.device_id_strategy = DeviceIdStrategy::kIndex;
-  rs = BuildResources(MixedNode(), c, Minors());
+  rs = BuildResources(MixedNode(), c, &caps);
   ASSERT_TRUE(rs.ok());
   EXPECT_THAT(Ids((*rs)[1]), ElementsAre("0:1", "0:2"));
   EXPECT_EQ((*rs)[1].devices[0].visible_id, "0:1");
@@ -137,19 +148,18 @@ TEST(ResourcesTest, MigSingle) {
   node.gpus[0].migs = {Mig(0, "1g.10gb", 9, 0)};
   node.gpus[1].migs = {Mig(0, "1g.10gb", 9, 0)};
   node.gpus[1].migs[0].uuid = "MIG-other";
-  MigMinors minors = Minors();
-  minors["gpu11/gi9/access"] = 300;
-  minors["gpu11/gi9/ci0/access"] = 301;
+  MigCaps caps =
+      Caps(MinorsText() + "gpu11/gi9/access 300\ngpu11/gi9/ci0/access 301\n");
   Config c;
   c.mig_strategy = MigStrategy::kSingle;
-  auto rs = BuildResources(node, c, minors);
+  auto rs = BuildResources(node, c, &caps);
   ASSERT_TRUE(rs.ok()) << rs.status();
   ASSERT_THAT(Names(*rs), ElementsAre("nvidia.com/gpu"));
   EXPECT_THAT(Ids((*rs)[0]), ElementsAre("MIG-9-0", "MIG-other"));
 
   NodeGpus plain;
   plain.gpus = {Gpu(0)};
-  rs = BuildResources(plain, c, {});
+  rs = BuildResources(plain, c, nullptr);
   ASSERT_TRUE(rs.ok()) << "no MIG GPU: whole GPUs";
   EXPECT_THAT(Ids((*rs)[0]), ElementsAre("GPU-0"));
 }
@@ -157,42 +167,42 @@ TEST(ResourcesTest, MigSingle) {
 TEST(ResourcesTest, Refusals) {
   struct Case {
     std::string name;
-    std::function<void(NodeGpus&, Config&, MigMinors&)> mutate;
+    std::function<void(NodeGpus&, Config&, std::string&)> mutate;
     std::string message;
   } cases[] = {
       {"single with a non-MIG GPU",
-       [](NodeGpus&, Config& c, MigMinors&) {
+       [](NodeGpus&, Config& c, std::string&) {
          c.mig_strategy = MigStrategy::kSingle;
        },
        "GPU 1 (GPU-1) has MIG disabled"},
       {"single with two profiles",
-       [](NodeGpus& n, Config& c, MigMinors&) {
+       [](NodeGpus& n, Config& c, std::string&) {
          c.mig_strategy = MigStrategy::kSingle;
          n.gpus.pop_back();
        },
        "several profiles (1g.10gb, 3g.40gb)"},
       {"single with an empty MIG GPU",
-       [](NodeGpus& n, Config& c, MigMinors&) {
+       [](NodeGpus& n, Config& c, std::string&) {
          c.mig_strategy = MigStrategy::kSingle;
          n.gpus.pop_back();
          n.gpus[0].migs.clear();
        },
        "has MIG enabled but no MIG devices"},
       {"missing capability minor",
-       [](NodeGpus&, Config& c, MigMinors& m) {
+       [](NodeGpus&, Config& c, std::string& m) {
          c.mig_strategy = MigStrategy::kMixed;
-         m.erase("gpu10/gi9/ci0/access");
+         m = MinorsText("gpu10/gi9/ci0/access");
        },
-       "no capability minor 'gpu10/gi9/ci0/access'"},
+       "MIG device MIG-9-0"},
       {"MPS on MIG",
-       [](NodeGpus&, Config& c, MigMinors&) {
+       [](NodeGpus&, Config& c, std::string&) {
          c.mig_strategy = MigStrategy::kMixed;
          c.sharing.strategy = SharingStrategy::kMps;
          c.sharing.resources = {Shared("nvidia.com/mig-1g.10gb", 2)};
        },
        "MPS sharing is not supported on MIG devices"},
       {"MPS over 16 below compute 7.5",
-       [](NodeGpus& n, Config& c, MigMinors&) {
+       [](NodeGpus& n, Config& c, std::string&) {
          n.gpus[1].cc_major = 7;
          n.gpus[1].cc_minor = 0;
          c.sharing.strategy = SharingStrategy::kMps;
@@ -200,13 +210,13 @@ TEST(ResourcesTest, Refusals) {
        },
        "at most 16 clients"},
       {"MPS over 48",
-       [](NodeGpus&, Config& c, MigMinors&) {
+       [](NodeGpus&, Config& c, std::string&) {
          c.sharing.strategy = SharingStrategy::kMps;
          c.sharing.resources = {Shared("nvidia.com/gpu", 49)};
        },
        "at most 48 clients"},
       {"rename onto an existing resource",
-       [](NodeGpus&, Config& c, MigMinors&) {
+       [](NodeGpus&, Config& c, std::string&) {
          c.mig_strategy = MigStrategy::kMixed;
          c.sharing.strategy = SharingStrategy::kTimeSlicing;
          c.sharing.resources = {
@@ -217,9 +227,10 @@ TEST(ResourcesTest, Refusals) {
   for (const Case& tc : cases) {
     NodeGpus node = MixedNode();
     Config c;
-    MigMinors minors = Minors();
+    std::string minors = MinorsText();
     tc.mutate(node, c, minors);
-    auto rs = BuildResources(node, c, minors);
+    MigCaps caps = Caps(minors);
+    auto rs = BuildResources(node, c, &caps);
     ASSERT_FALSE(rs.ok()) << tc.name;
     EXPECT_THAT(std::string(rs.status().message()), HasSubstr(tc.message))
         << tc.name;
@@ -284,7 +295,7 @@ TEST(ResourcesTest, TimeSlicing) {
   for (const Case& tc : cases) {
     Config c;
     c.sharing = tc.sharing;
-    auto rs = BuildResources(node, c, {});
+    auto rs = BuildResources(node, c, nullptr);
     ASSERT_TRUE(rs.ok()) << tc.name << ": " << rs.status();
     EXPECT_EQ(Names(*rs), tc.names) << tc.name;
     for (size_t i = 0; i < rs->size() && i < tc.ids.size(); ++i) {
@@ -299,7 +310,7 @@ TEST(ResourcesTest, ReplicasCarryTheirUnitAndSharing) {
   Config c;
   c.sharing = {
       SharingStrategy::kMps, false, true, {Shared("nvidia.com/gpu", 4)}};
-  auto rs = BuildResources(node, c, {});
+  auto rs = BuildResources(node, c, nullptr);
   ASSERT_TRUE(rs.ok()) << rs.status();
   const Resource& r = (*rs)[0];
   EXPECT_EQ(r.sharing, SharingStrategy::kMps);
@@ -316,21 +327,22 @@ TEST(ResourcesTest, NamePatterns) {
   node.gpus = {Gpu(0, "Tesla T4"), Gpu(1, "NVIDIA A100-SXM4-40GB")};
   Config c;
   c.gpu_resources = {{"*A100*", "nvidia.com/a100"}};
-  auto rs = BuildResources(node, c, {});
+  auto rs = BuildResources(node, c, nullptr);
   ASSERT_TRUE(rs.ok());
   ASSERT_THAT(Names(*rs), ElementsAre("nvidia.com/a100"));
   EXPECT_THAT(Ids((*rs)[0]), ElementsAre("GPU-1"));
   EXPECT_EQ((*rs)[0].socket_name, "nvidia-a100.sock");
 
   c.gpu_resources.push_back({"*", "nvidia.com/other"});
-  rs = BuildResources(node, c, {});
+  rs = BuildResources(node, c, nullptr);
   ASSERT_TRUE(rs.ok());
   EXPECT_THAT(Names(*rs), ElementsAre("nvidia.com/a100", "nvidia.com/other"));
 
   Config mixed;
   mixed.mig_strategy = MigStrategy::kMixed;
   mixed.mig_resources = {{"1g.*", "nvidia.com/small-mig"}};
-  rs = BuildResources(MixedNode(), mixed, Minors());
+  MigCaps caps = Caps();
+  rs = BuildResources(MixedNode(), mixed, &caps);
   ASSERT_TRUE(rs.ok());
   EXPECT_THAT(Names(*rs),
               ElementsAre("nvidia.com/gpu", "nvidia.com/small-mig"));
@@ -339,8 +351,8 @@ TEST(ResourcesTest, NamePatterns) {
 TEST(ResourcesTest, SameDefinitionIgnoresHealth) {
   NodeGpus node;
   node.gpus = {Gpu(0)};
-  auto a = BuildResources(node, Config{}, {});
-  auto b = BuildResources(node, Config{}, {});
+  auto a = BuildResources(node, Config{}, nullptr);
+  auto b = BuildResources(node, Config{}, nullptr);
   ASSERT_TRUE(a.ok() && b.ok());
   (*b)[0].devices[0].health = Health::kUnhealthy;
   EXPECT_TRUE((*a)[0].SameDefinition((*b)[0]));

@@ -2,6 +2,8 @@
 // SIGHUP) and the MIG strategies, through `dpctl kubelet`.
 #include <signal.h>
 
+#include <set>
+
 #include "tests/integration/e2e_fixture.h"
 
 namespace gdp {
@@ -25,8 +27,7 @@ class ConfigTest : public E2ETest {
 
   // Runs the plugin to its exit; returns the exit code and its stderr.
   std::pair<int, std::string> RunToExit(std::vector<std::string> args,
-                                        const std::string& machine =
-                                            "dgx-a100",
+                                        const std::string& machine = "dgx-a100",
                                         std::vector<std::string> unset = {}) {
     StartPlugin(std::move(args), machine, std::move(unset));
     int code = plugin_->Wait(kTimeout).value_or(-1);
@@ -34,8 +35,8 @@ class ConfigTest : public E2ETest {
   }
 
   json Allocate(const std::string& resource, int n, const std::string& pod) {
-    kubelet_->WriteLine("allocate " + resource + " " + std::to_string(n) +
-                        " " + pod);
+    kubelet_->WriteLine("allocate " + resource + " " + std::to_string(n) + " " +
+                        pod);
     return NextEventWhere(*kubelet_, [&](const json& e) {
       std::string ev = e.value("event", "");
       return (ev == "allocate" || ev == "allocate_failed") &&
@@ -99,8 +100,8 @@ TEST_F(ConfigTest, ReloadOnFileChangeAndKeepsRunningConfigOnBadFile) {
 
   // A bad change is refused; the running config stays and keeps serving.
   WriteConfig("version: v1\nsharing:\n  timeSlicing:\n    resources: 3\n");
-  for (int i = 0; i < 100 && plugin_->Stderr().find("reload refused") ==
-                                 std::string::npos;
+  for (int i = 0;
+       i < 100 && plugin_->Stderr().find("reload refused") == std::string::npos;
        ++i) {
     absl::SleepFor(absl::Milliseconds(50));
   }
@@ -115,11 +116,19 @@ TEST_F(ConfigTest, SighupReloadsOnlyChangedResources) {
   // profile. Sharing one MIG profile must not restart nvidia.com/gpu.
   std::string root = (dir_ / "root").string();
   MakeRoot("h100-mig");
-  std::string config = WriteConfig("version: v1\nflags:\n  migStrategy: mixed\n");
-  json devices = Start({"--config-file", config, "--proc-root", root + "/proc"},
-                       "nvidia.com/gpu", "h100-mig");
-  ASSERT_THAT(devices["devices"], SizeIs(1));
-  ASSERT_FALSE(NextEventFor("nvidia.com/mig-1g.10gb", "devices").is_null());
+  std::string config =
+      WriteConfig("version: v1\nflags:\n  migStrategy: mixed\n");
+  StartKubelet();
+  StartPlugin({"--config-file", config, "--proc-root", root + "/proc"},
+              "h100-mig");
+  std::set<std::string> registered;
+  json last = NextEventWhere(*kubelet_, [&](const json& e) {
+    if (e.value("event", "") == "register" && e.value("ok", false)) {
+      registered.insert(e.value("resource", ""));
+    }
+    return registered.size() == 4;
+  });
+  ASSERT_FALSE(last.is_null()) << plugin_->Stderr();
 
   std::ofstream(config) << "version: v1\nflags:\n  migStrategy: mixed\n"
                            "sharing:\n  timeSlicing:\n    resources:\n"
@@ -130,10 +139,10 @@ TEST_F(ConfigTest, SighupReloadsOnlyChangedResources) {
   ASSERT_TRUE(reg.value("ok", false)) << plugin_->Stderr();
   json shared = NextEventFor("nvidia.com/mig-1g.10gb", "devices");
   EXPECT_THAT(shared["devices"], SizeIs(6));
-  EXPECT_THAT(plugin_->Stderr(), ::testing::Not(HasSubstr(
-                                     "Restarting nvidia.com/gpu")));
-  EXPECT_THAT(plugin_->Stderr(), ::testing::Not(HasSubstr(
-                                     "Restarting nvidia.com/mig-3g.40gb")));
+  EXPECT_THAT(plugin_->Stderr(),
+              ::testing::Not(HasSubstr("Restarting nvidia.com/gpu")));
+  EXPECT_THAT(plugin_->Stderr(),
+              ::testing::Not(HasSubstr("Restarting nvidia.com/mig-3g.40gb")));
 }
 
 TEST_F(ConfigTest, MigMixedServesOneResourcePerProfileWithCapsNodes) {
@@ -161,23 +170,21 @@ TEST_F(ConfigTest, MigMixedServesOneResourcePerProfileWithCapsNodes) {
 
 TEST_F(ConfigTest, MigSingleRefusesMixedNode) {
   MakeRoot("h100-mig");
-  auto [code, err] =
-      RunToExit({"--mig-strategy", "single", "--proc-root",
-                 (dir_ / "root" / "proc").string()},
-                "h100-mig");
+  auto [code, err] = RunToExit({"--mig-strategy", "single", "--proc-root",
+                                (dir_ / "root" / "proc").string()},
+                               "h100-mig");
   EXPECT_EQ(code, 1);
   EXPECT_THAT(err, HasSubstr("MIG strategy single"));
 }
 
 TEST_F(ConfigTest, MigIndexIds) {
   MakeRoot("h100-mig");
-  json devices = Start({"--mig-strategy", "mixed", "--device-id-strategy",
-                        "index", "--proc-root",
-                        (dir_ / "root" / "proc").string()},
-                       "nvidia.com/mig-1g.10gb", "h100-mig");
+  json devices =
+      Start({"--mig-strategy", "mixed", "--device-id-strategy", "index",
+             "--proc-root", (dir_ / "root" / "proc").string()},
+            "nvidia.com/mig-1g.10gb", "h100-mig");
   ASSERT_THAT(devices["devices"], SizeIs(2));
-  EXPECT_THAT(devices["devices"][0]["id"].get<std::string>(),
-              StartsWith("0:"));
+  EXPECT_THAT(devices["devices"][0]["id"].get<std::string>(), StartsWith("0:"));
 }
 
 }  // namespace

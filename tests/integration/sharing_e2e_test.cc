@@ -43,8 +43,8 @@ class SharingTest : public E2ETest {
   }
 
   json Allocate(const std::string& resource, int n, const std::string& pod) {
-    kubelet_->WriteLine("allocate " + resource + " " + std::to_string(n) +
-                        " " + pod);
+    kubelet_->WriteLine("allocate " + resource + " " + std::to_string(n) + " " +
+                        pod);
     return NextEventWhere(*kubelet_, [&](const json& e) {
       std::string ev = e.value("event", "");
       return (ev == "allocate" || ev == "allocate_failed") &&
@@ -56,8 +56,7 @@ class SharingTest : public E2ETest {
 TEST_F(SharingTest, TimeSlicingDistributedSpreadsOverGpus) {
   json devices = Start({"--config-file", WriteConfig(TimeSlicing(4))});
   ASSERT_THAT(devices["devices"], SizeIs(32)) << plugin_->Stderr();
-  EXPECT_THAT(devices["devices"][0]["id"].get<std::string>(),
-              HasSubstr("::0"));
+  EXPECT_THAT(devices["devices"][0]["id"].get<std::string>(), HasSubstr("::0"));
   // Pods of 4 replicas each land on 4 different GPUs while GPUs have free
   // replicas, and load spreads evenly.
   std::map<std::string, int> load;
@@ -74,33 +73,33 @@ TEST_F(SharingTest, TimeSlicingDistributedSpreadsOverGpus) {
 }
 
 TEST_F(SharingTest, TimeSlicingPackedFillsOneGpuFirst) {
-  json devices =
-      Start({"--config-file", WriteConfig(TimeSlicing(4)),
-             "--shared-devices-allocation-policy", "packed"});
+  json devices = Start({"--config-file", WriteConfig(TimeSlicing(4)),
+                        "--shared-devices-allocation-policy", "packed"});
   ASSERT_THAT(devices["devices"], SizeIs(32));
   json a = Allocate("nvidia.com/gpu", 3, "p1");
   ASSERT_EQ(a["event"], "allocate") << a.dump();
   EXPECT_EQ(Units(a["devices"]).size(), 1u) << a.dump();
-  // The next pod fills the same GPU's last replica before another GPU.
-  json b = Allocate("nvidia.com/gpu", 2, "p2");
-  std::set<std::string> first = Units(a["devices"]);
-  std::set<std::string> second = Units(b["devices"]);
-  EXPECT_EQ(second.size(), 2u);
-  EXPECT_THAT(second, Contains(*first.begin()));
+  // A one-replica pod fills that GPU's last replica before another GPU.
+  json b = Allocate("nvidia.com/gpu", 1, "p2");
+  EXPECT_EQ(Units(b["devices"]), Units(a["devices"])) << b.dump();
+  // A pod never spans more GPUs than it must.
+  json c = Allocate("nvidia.com/gpu", 4, "p3");
+  EXPECT_EQ(Units(c["devices"]).size(), 1u) << c.dump();
 }
 
 TEST_F(SharingTest, RenameByDefaultAndFailRequestsGreaterThanOne) {
   std::string config = TimeSlicing(
       2, "    renameByDefault: true\n    failRequestsGreaterThanOne: true\n");
-  json devices = Start({"--config-file", WriteConfig(config)},
-                       "nvidia.com/gpu.shared");
+  json devices =
+      Start({"--config-file", WriteConfig(config)}, "nvidia.com/gpu.shared");
   ASSERT_THAT(devices["devices"], SizeIs(16));
   EXPECT_TRUE(fs::is_socket(dir_ / "kp" / "nvidia-gpu.shared.sock"));
   json one = Allocate("nvidia.com/gpu.shared", 1, "p1");
   EXPECT_EQ(one["event"], "allocate") << one.dump();
   json two = Allocate("nvidia.com/gpu.shared", 2, "p2");
-  EXPECT_EQ(two["event"], "allocate_failed") << two.dump();
-  EXPECT_THAT(two.dump(), HasSubstr("INVALID_ARGUMENT"));
+  EXPECT_EQ(two["error"]["code"], "INVALID_ARGUMENT") << two.dump();
+  EXPECT_THAT(two["error"]["message"].get<std::string>(),
+              HasSubstr("failRequestsGreaterThanOne"));
   // The plugin keeps serving after refusing.
   EXPECT_EQ(Allocate("nvidia.com/gpu.shared", 1, "p3")["event"], "allocate");
 }
@@ -144,15 +143,31 @@ TEST_F(SharingTest, VolumeMountsStrategy) {
 }
 
 TEST_F(SharingTest, CdiStrategiesAnswerNamesFromTheWrittenSpec) {
+  // A driver installed under the root: NVML (the fake) and nvidia-smi.
+  fs::path lib = dir_ / "root" / "usr" / "lib" / "x86_64-linux-gnu";
+  fs::create_directories(lib);
+  fs::copy_file(GDP_FAKE_NVML_LIB, lib / "libnvidia-ml.so.550.54.15");
+  fs::create_symlink("libnvidia-ml.so.550.54.15", lib / "libnvidia-ml.so.1");
+  fs::create_directories(dir_ / "root" / "usr" / "bin");
+  std::ofstream(dir_ / "root" / "usr" / "bin" / "nvidia-smi") << "#!/bin/sh\n";
+  fs::permissions(dir_ / "root" / "usr" / "bin" / "nvidia-smi",
+                  fs::perms::owner_all);
   fs::path cdi = dir_ / "cdi";
-  Start({"--device-list-strategy", "cdi-annotations,cdi-cri",
-         "--cdi-spec-dir", cdi.string(), "--driver-root",
-         (dir_ / "root").string()});
+  Start({"--device-list-strategy", "cdi-annotations,cdi-cri", "--cdi-spec-dir",
+         cdi.string(), "--driver-root", (dir_ / "root").string()});
   // The spec names every GPU by the ID the kubelet sees.
   std::ifstream in(cdi / "k8s.device-plugin.nvidia.com-gpu.json");
   ASSERT_TRUE(in.good()) << plugin_->Stderr();
   json spec = json::parse(in);
   EXPECT_EQ(spec["kind"], "k8s.device-plugin.nvidia.com/gpu");
+  std::set<std::string> mounted;
+  for (const json& m : spec["containerEdits"]["mounts"]) {
+    mounted.insert(m["containerPath"]);
+  }
+  EXPECT_THAT(mounted,
+              AllOf(Contains("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"),
+                    Contains("/usr/bin/nvidia-smi")))
+      << spec.dump();
   ASSERT_THAT(spec["devices"], SizeIs(8));
   std::set<std::string> names;
   for (const json& d : spec["devices"]) names.insert(d["name"]);
