@@ -1,8 +1,12 @@
 // Measures, in one run: (a) Allocate round trip through the plugin's socket
 // against a bare gRPC echo served the same way, (b) the idle daemon's memory,
-// (c) start to registered, (d) new kubelet.sock to re-registered.
+// (c) start to registered, (d) new kubelet.sock to re-registered, (e) the
+// full ListAndWatch list: its size and the time from opening the stream to
+// having it decoded.
 // Usage: plugin_bench --plugin BIN --fake-lib DIR --machine FILE
-//        --rootfs-tool BIN [--calls N] [--runs N]
+//        --rootfs-tool BIN [--calls N] [--runs N] [--request N]
+//        [--socket-name NAME] [--plugin-arg ARG]...
+//        ("{root}" in a plugin argument becomes the fixture root)
 //        plugin_bench --serve-echo SOCKET   (internal: the echo server)
 #include <signal.h>
 #include <unistd.h>
@@ -105,20 +109,61 @@ std::map<std::string, long> Smaps(pid_t pid) {
   return out;
 }
 
-int Run(const std::string& plugin, const std::string& fake_lib,
-        const std::string& machine, const std::string& rootfs_tool, int calls,
-        int runs) {
+struct Options {
+  std::string plugin, fake_lib, machine, rootfs_tool;
+  int calls = 20000, runs = 10, request = 2;
+  std::string socket_name = "nvidia-gpu.sock";
+  std::vector<std::string> plugin_args;
+};
+
+// (e) Opens ListAndWatch `n` times; returns the first list's time to
+// arrive, in microseconds, and the list itself in *list.
+std::vector<double> TimeFullLists(v1beta1::DevicePlugin::Stub& stub, int n,
+                                  v1beta1::ListAndWatchResponse* list) {
+  std::vector<double> us;
+  for (int i = 0; i < n; ++i) {
+    grpc::ClientContext ctx;
+    absl::Time t0 = absl::Now();
+    auto stream = stub.ListAndWatch(&ctx, {});
+    if (!stream->Read(list)) {
+      std::cerr << "ListAndWatch sent nothing\n";
+      std::exit(1);
+    }
+    us.push_back(absl::ToDoubleMicroseconds(absl::Now() - t0));
+    ctx.TryCancel();
+    stream->Finish();
+  }
+  return us;
+}
+
+int Run(const Options& o) {
+  const std::string& plugin = o.plugin;
+  const std::string& fake_lib = o.fake_lib;
+  const std::string& machine = o.machine;
+  const std::string& rootfs_tool = o.rootfs_tool;
+  const int calls = o.calls, runs = o.runs;
   fs::path dir = fs::path("/tmp") / ("gdp-bench-" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "kp");
   Subprocess tool({.argv = {rootfs_tool, "rootfs", "--machine", machine,
                             "--out", (dir / "root").string()}});
   if (tool.Wait(absl::Seconds(10)) != 0) return 1;
+  std::vector<std::string> argv = {plugin,
+                                   "--kubelet-socket",
+                                   (dir / "kp/kubelet.sock").string(),
+                                   "--sysfs-root",
+                                   (dir / "root/sys").string(),
+                                   "--dev-root",
+                                   (dir / "root").string()};
+  for (std::string arg : o.plugin_args) {
+    if (size_t at = arg.find("{root}"); at != std::string::npos) {
+      arg.replace(at, 6, (dir / "root").string());
+    }
+    argv.push_back(arg);
+  }
   auto spawn = [&] {
     return std::make_unique<Subprocess>(testing::SpawnOptions{
-        .argv = {plugin, "--kubelet-socket", (dir / "kp/kubelet.sock").string(),
-                 "--sysfs-root", (dir / "root/sys").string(), "--dev-root",
-                 (dir / "root").string()},
+        .argv = argv,
         .env = {{"LD_LIBRARY_PATH", fake_lib}, {"FAKE_NVML_MACHINE", machine}},
         .stderr_path = (dir / "plugin.err").string()});
   };
@@ -162,7 +207,7 @@ int Run(const std::string& plugin, const std::string& fake_lib,
   std::map<std::string, long> mem = Smaps(daemon->pid());
 
   // (a) Allocate against the echo floor, interleaved in blocks.
-  std::string plugin_socket = (dir / "kp/nvidia-gpu.sock").string();
+  std::string plugin_socket = (dir / "kp" / o.socket_name).string();
   WaitForSocket(plugin_socket);
   std::string echo_socket = (dir / "echo.sock").string();
   Subprocess echo({.argv = {fs::read_symlink("/proc/self/exe").string(),
@@ -171,16 +216,16 @@ int Run(const std::string& plugin, const std::string& fake_lib,
   auto plugin_stub = Stub(plugin_socket);
   auto echo_stub = Stub(echo_socket);
   v1beta1::ListAndWatchResponse devices;
-  {
-    grpc::ClientContext ctx;
-    auto stream = plugin_stub->ListAndWatch(&ctx, {});
-    stream->Read(&devices);
-    ctx.TryCancel();
+  TimeFullLists(*plugin_stub, 1, &devices);
+  if (devices.devices_size() < o.request) {
+    std::cerr << "only " << devices.devices_size() << " devices\n";
+    return 1;
   }
   v1beta1::AllocateRequest req;
   auto* c = req.add_container_requests();
-  c->add_devices_ids(devices.devices(0).id());
-  c->add_devices_ids(devices.devices(1).id());
+  for (int i = 0; i < o.request; ++i) {
+    c->add_devices_ids(devices.devices(i).id());
+  }
   std::vector<double> ours, floor;
   TimeAllocates(*plugin_stub, req, 500, &ours);  // warm up both
   TimeAllocates(*echo_stub, req, 500, &floor);
@@ -192,11 +237,16 @@ int Run(const std::string& plugin, const std::string& fake_lib,
     TimeAllocates(*echo_stub, req, block, &floor);
   }
   Percentiles a = Summarize(ours), e = Summarize(floor);
+  TimeFullLists(*plugin_stub, 20, &devices);  // warm up
+  Percentiles lw = Summarize(TimeFullLists(*plugin_stub, 200, &devices));
   Percentiles st = Summarize(start_ms), rr = Summarize(rereg_ms);
 
   std::cout << absl::StrFormat(
       "| measure | value | target |\n|---|---|---|\n"
-      "| Allocate round trip p50 / p99 (2 GPUs, %d calls) | %.1f / %.1f us | "
+      "| devices advertised | %d | |\n"
+      "| full ListAndWatch list: size; open to decoded p50 / p99 (200 opens) "
+      "| %.1f KiB; %.2f / %.2f ms | < 5 ms |\n"
+      "| Allocate round trip p50 / p99 (%d IDs, %d calls) | %.1f / %.1f us | "
       "|\n"
       "| bare gRPC echo p50 / p99 (same socket kind, same run) | %.1f / %.1f "
       "us | |\n"
@@ -206,8 +256,10 @@ int Run(const std::string& plugin, const std::string& fake_lib,
       "| start to registered, p50 / max of %d | %.1f / %.1f ms | <= 100 ms |\n"
       "| new kubelet.sock to re-registered, p50 / max of %d | %.1f / %.1f ms | "
       "<= 100 ms |\n",
-      calls, a.p50_us, a.p99_us, e.p50_us, e.p99_us, a.p99_us / e.p99_us,
-      mem["Rss:"] / 1024.0, mem["Private_Dirty:"] / 1024.0, runs, st.p50_us,
+      devices.devices_size(), devices.ByteSizeLong() / 1024.0, lw.p50_us / 1000,
+      lw.p99_us / 1000, o.request, calls, a.p50_us, a.p99_us, e.p50_us,
+      e.p99_us, a.p99_us / e.p99_us, mem["Rss:"] / 1024.0,
+      mem["Private_Dirty:"] / 1024.0, runs, st.p50_us,
       *std::max_element(start_ms.begin(), start_ms.end()), runs, rr.p50_us,
       *std::max_element(rereg_ms.begin(), rereg_ms.end()));
   echo.Signal(SIGKILL);
@@ -223,22 +275,26 @@ int Run(const std::string& plugin, const std::string& fake_lib,
 
 int main(int argc, char** argv) {
   CLI::App app{"gpu-device-plugin benchmarks"};
-  std::string echo, plugin, fake_lib, machine, rootfs_tool;
-  int calls = 20000, runs = 10;
+  std::string echo;
+  gdp::bench::Options o;
   app.add_option("--serve-echo", echo, "internal: serve the echo floor here");
-  app.add_option("--plugin", plugin, "gpu-device-plugin binary");
-  app.add_option("--fake-lib", fake_lib,
+  app.add_option("--plugin", o.plugin, "gpu-device-plugin binary");
+  app.add_option("--fake-lib", o.fake_lib,
                  "directory of the fake libnvidia-ml.so.1");
-  app.add_option("--machine", machine, "fake NVML machine file");
-  app.add_option("--rootfs-tool", rootfs_tool, "the fake-nvml tool");
-  app.add_option("--calls", calls, "Allocate calls per server");
-  app.add_option("--runs", runs, "start and re-registration runs");
+  app.add_option("--machine", o.machine, "fake NVML machine file");
+  app.add_option("--rootfs-tool", o.rootfs_tool, "the fake-nvml tool");
+  app.add_option("--calls", o.calls, "Allocate calls per server");
+  app.add_option("--runs", o.runs, "start and re-registration runs");
+  app.add_option("--request", o.request, "device IDs per Allocate");
+  app.add_option("--socket-name", o.socket_name, "the resource's socket");
+  app.add_option("--plugin-arg", o.plugin_args,
+                 "extra plugin argument ({root}: the fixture root)");
   CLI11_PARSE(app, argc, argv);
   if (!echo.empty()) return gdp::bench::ServeEcho(echo);
-  if (plugin.empty() || fake_lib.empty() || machine.empty() ||
-      rootfs_tool.empty()) {
+  if (o.plugin.empty() || o.fake_lib.empty() || o.machine.empty() ||
+      o.rootfs_tool.empty()) {
     std::cerr << app.help();
     return 64;
   }
-  return gdp::bench::Run(plugin, fake_lib, machine, rootfs_tool, calls, runs);
+  return gdp::bench::Run(o);
 }

@@ -6,21 +6,36 @@ cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-bench -j"$(nproc)" --target plugin_bench gpu-device-plugin fake_nvml fake-nvml
-table=$(build-bench/bench/plugin_bench --plugin build-bench/src/gpu-device-plugin \
-  --fake-lib build-bench/fake_nvml/lib --machine fake_nvml/machines/dgx-a100.yaml \
-  --rootfs-tool build-bench/fake_nvml/fake-nvml "$@")
+bench() {
+  build-bench/bench/plugin_bench --plugin build-bench/src/gpu-device-plugin \
+    --fake-lib build-bench/fake_nvml/lib --rootfs-tool build-bench/fake_nvml/fake-nvml "$@"
+}
+small=$(bench --machine fake_nvml/machines/dgx-a100.yaml "$@")
+# 8 GPUs x 7 MIG devices x 64 time-slicing replicas = 3,584 devices.
+config=$(mktemp)
+trap 'rm -f "$config"' EXIT
+printf 'version: v1\nflags:\n  migStrategy: single\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 64\n' >"$config"
+large=$(bench --machine bench/machines/hgx-h100-mig7.yaml --request 1 \
+  --plugin-arg=--config-file="$config" --plugin-arg=--proc-root={root}/proc "$@")
 cat > bench/RESULTS.md <<EOT
 # Benchmark results
 
 Produced by \`bench/run.sh${*:+ $*}\` (Release build) on $(nproc) cores,
 $(awk '/model name/ {sub(/.*: /, ""); print; exit}' /proc/cpuinfo), $(date -u +%Y-%m-%d).
-The plugin runs on the fake NVML's \`dgx-a100\` (8 GPUs) against an
-in-process kubelet that dials back like the real one. Allocate asks for 2 GPUs
-in one container request; the echo floor is a bare gRPC server in its own
+The plugin runs on the fake NVML against an in-process kubelet that dials
+back like the real one. The echo floor is a bare gRPC server in its own
 process, on the same kind of unix socket and the same gRPC callback API,
 answering Allocate by echoing the IDs. Both are timed in the same run, in
-alternating blocks of 500 calls, after 500 warm-up calls each.
+alternating blocks of 500 calls, after 500 warm-up calls each. The full
+ListAndWatch list is timed from opening the stream to having the first
+message decoded, 200 times after 20 warm-up opens.
 
-$table
+## 8 GPUs (\`dgx-a100\`), Allocate of 2 GPUs
+
+$small
+
+## 3,584 devices: 8 GPUs x 7 MIG 1g.10gb x 64 replicas (\`bench/machines/hgx-h100-mig7.yaml\`, MIG single, time-slicing 64), Allocate of 1 replica
+
+$large
 EOT
 cat bench/RESULTS.md
