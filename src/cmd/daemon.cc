@@ -116,6 +116,11 @@ absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
   if (resources->empty()) {
     LOG_WARN("No devices to advertise with this configuration");
   }
+  if (!UsesCdi(c) && UsesCdi(config_)) {  // CDI turned off by a reload
+    if (absl::Status s = cdi::RemoveSpec(config_.cdi_spec_dir); !s.ok()) {
+      LOG_WARN("Cannot remove the CDI spec: {}", s.message());
+    }
+  }
   if (UsesCdi(c)) {
     std::vector<Device> all;
     for (const Resource& r : *resources) {

@@ -112,6 +112,10 @@ void LogGpus(const Nvml& nvml, const NodeGpus& node) {
         g.index, g.name, g.uuid, g.minor, Gib(g.memory_bytes), g.pci_bus_id,
         g.numa_node < 0 ? std::string("unknown") : std::to_string(g.numa_node),
         g.cc_major, g.cc_minor, g.mig_enabled ? " MIG enabled" : "");
+    for (const MigInfo& m : g.migs) {
+      LOG_INFO("  MIG device {}:{}: {} {} GPU instance {} compute instance {}",
+               g.index, m.index, m.profile, m.uuid, m.gi, m.ci);
+    }
   }
 }
 
