@@ -15,7 +15,7 @@ small=$(bench --machine fake_nvml/machines/dgx-a100.yaml "$@")
 config=$(mktemp)
 trap 'rm -f "$config"' EXIT
 printf 'version: v1\nflags:\n  migStrategy: single\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 64\n' >"$config"
-large=$(bench --machine bench/machines/hgx-h100-mig7.yaml --request 1 \
+large=$(bench --machine fake_nvml/machines/hgx-h100-mig7.yaml --request 1 \
   --plugin-arg=--config-file="$config" --plugin-arg=--proc-root={root}/proc "$@")
 cat > bench/RESULTS.md <<EOT
 # Benchmark results
@@ -34,7 +34,7 @@ message decoded, 200 times after 20 warm-up opens.
 
 $small
 
-## 3,584 devices: 8 GPUs x 7 MIG 1g.10gb x 64 replicas (\`bench/machines/hgx-h100-mig7.yaml\`, MIG single, time-slicing 64), Allocate of 1 replica
+## 3,584 devices: 8 GPUs x 7 MIG 1g.10gb x 64 replicas (\`fake_nvml/machines/hgx-h100-mig7.yaml\`, MIG single, time-slicing 64), Allocate of 1 replica
 
 $large
 EOT

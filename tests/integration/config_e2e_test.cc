@@ -177,6 +177,22 @@ TEST_F(ConfigTest, MigSingleRefusesMixedNode) {
   EXPECT_THAT(err, HasSubstr("MIG strategy single"));
 }
 
+TEST_F(ConfigTest, MigSingleAdvertisesMigDevicesAsGpus) {
+  MakeRoot("hgx-h100-mig7");
+  json devices =
+      Start({"--mig-strategy", "single", "--device-id-strategy", "index",
+             "--proc-root", (dir_ / "root" / "proc").string()},
+            "nvidia.com/gpu", "hgx-h100-mig7");
+  ASSERT_THAT(devices["devices"], SizeIs(56)) << plugin_->Stderr();
+  EXPECT_EQ(devices["devices"][0]["id"], "0:0");
+  EXPECT_EQ(devices["devices"][55]["id"], "7:6");
+  json a = Allocate("nvidia.com/gpu", 2, "p1");
+  ASSERT_EQ(a["event"], "allocate") << a.dump();
+  EXPECT_THAT(
+      a["response"]["envs"]["NVIDIA_VISIBLE_DEVICES"].get<std::string>(),
+      ::testing::MatchesRegex("[0-7]:[0-6],[0-7]:[0-6]"));
+}
+
 TEST_F(ConfigTest, MigIndexIds) {
   MakeRoot("h100-mig");
   json devices =
