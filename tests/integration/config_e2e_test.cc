@@ -15,16 +15,6 @@ using ::testing::StartsWith;
 
 class ConfigTest : public E2ETest {
  protected:
-  json Start(std::vector<std::string> args,
-             const std::string& resource = "nvidia.com/gpu",
-             const std::string& machine = "dgx-a100") {
-    StartKubelet();
-    StartPlugin(std::move(args), machine);
-    json reg = NextEventFor(resource, "register");
-    EXPECT_TRUE(reg.value("ok", false)) << reg.dump() << plugin_->Stderr();
-    return NextEventFor(resource, "devices");
-  }
-
   // Runs the plugin to its exit; returns the exit code and its stderr.
   std::pair<int, std::string> RunToExit(std::vector<std::string> args,
                                         const std::string& machine = "dgx-a100",
@@ -32,16 +22,6 @@ class ConfigTest : public E2ETest {
     StartPlugin(std::move(args), machine, std::move(unset));
     int code = plugin_->Wait(kTimeout).value_or(-1);
     return {code, plugin_->Stderr()};
-  }
-
-  json Allocate(const std::string& resource, int n, const std::string& pod) {
-    kubelet_->WriteLine("allocate " + resource + " " + std::to_string(n) + " " +
-                        pod);
-    return NextEventWhere(*kubelet_, [&](const json& e) {
-      std::string ev = e.value("event", "");
-      return (ev == "allocate" || ev == "allocate_failed") &&
-             e.value("pod", "") == pod;
-    });
   }
 };
 
@@ -54,12 +34,13 @@ std::string Replicas(int n) {
 TEST_F(ConfigTest, FlagBeatsFileBeatsDefault) {
   std::string config = WriteConfig(
       "version: v1\nflags:\n  plugin:\n    deviceIDStrategy: index\n");
-  json devices = Start({"--config-file", config});
+  json devices = StartAndList({"--config-file", config});
   EXPECT_EQ(devices["devices"][0]["id"], "0") << "file beats default";
   plugin_.reset();
   kubelet_.reset();
 
-  devices = Start({"--config-file", config, "--device-id-strategy", "uuid"});
+  devices =
+      StartAndList({"--config-file", config, "--device-id-strategy", "uuid"});
   EXPECT_THAT(devices["devices"][0]["id"].get<std::string>(),
               StartsWith("GPU-"))
       << "flag beats file";
@@ -88,7 +69,7 @@ TEST_F(ConfigTest, BadConfigRefusesToStartNamingFieldAndLine) {
 
 TEST_F(ConfigTest, ReloadOnFileChangeAndKeepsRunningConfigOnBadFile) {
   std::string config = WriteConfig(Replicas(2));
-  json devices = Start({"--config-file", config});
+  json devices = StartAndList({"--config-file", config});
   ASSERT_THAT(devices["devices"], SizeIs(16));
 
   // A good change: the resource is served again with 4 replicas per GPU.
@@ -106,7 +87,7 @@ TEST_F(ConfigTest, ReloadOnFileChangeAndKeepsRunningConfigOnBadFile) {
     absl::SleepFor(absl::Milliseconds(50));
   }
   EXPECT_THAT(plugin_->Stderr(), HasSubstr("reload refused"));
-  json a = Allocate("nvidia.com/gpu", 1, "p1");
+  json a = AllocateFor("nvidia.com/gpu", 1, "p1");
   ASSERT_EQ(a["event"], "allocate") << a.dump();
   EXPECT_THAT(a["devices"][0].get<std::string>(), HasSubstr("::"));
 }
@@ -148,13 +129,13 @@ TEST_F(ConfigTest, SighupReloadsOnlyChangedResources) {
 TEST_F(ConfigTest, MigMixedServesOneResourcePerProfileWithCapsNodes) {
   std::string root = (dir_ / "root").string();
   MakeRoot("h100-mig");
-  json devices = Start({"--mig-strategy", "mixed", "--pass-device-specs",
-                        "--proc-root", root + "/proc"},
-                       "nvidia.com/mig-3g.40gb", "h100-mig");
+  json devices = StartAndList({"--mig-strategy", "mixed", "--pass-device-specs",
+                               "--proc-root", root + "/proc"},
+                              "nvidia.com/mig-3g.40gb", "h100-mig");
   ASSERT_THAT(devices["devices"], SizeIs(1));
   std::string id = devices["devices"][0]["id"];
   EXPECT_THAT(id, StartsWith("MIG-"));
-  json a = Allocate("nvidia.com/mig-3g.40gb", 1, "p1");
+  json a = AllocateFor("nvidia.com/mig-3g.40gb", 1, "p1");
   ASSERT_EQ(a["event"], "allocate") << a.dump();
   EXPECT_EQ(a["response"]["envs"]["NVIDIA_VISIBLE_DEVICES"], id);
   int caps = 0;
@@ -180,13 +161,13 @@ TEST_F(ConfigTest, MigSingleRefusesMixedNode) {
 TEST_F(ConfigTest, MigSingleAdvertisesMigDevicesAsGpus) {
   MakeRoot("hgx-h100-mig7");
   json devices =
-      Start({"--mig-strategy", "single", "--device-id-strategy", "index",
-             "--proc-root", (dir_ / "root" / "proc").string()},
-            "nvidia.com/gpu", "hgx-h100-mig7");
+      StartAndList({"--mig-strategy", "single", "--device-id-strategy", "index",
+                    "--proc-root", (dir_ / "root" / "proc").string()},
+                   "nvidia.com/gpu", "hgx-h100-mig7");
   ASSERT_THAT(devices["devices"], SizeIs(56)) << plugin_->Stderr();
   EXPECT_EQ(devices["devices"][0]["id"], "0:0");
   EXPECT_EQ(devices["devices"][55]["id"], "7:6");
-  json a = Allocate("nvidia.com/gpu", 2, "p1");
+  json a = AllocateFor("nvidia.com/gpu", 2, "p1");
   ASSERT_EQ(a["event"], "allocate") << a.dump();
   EXPECT_THAT(
       a["response"]["envs"]["NVIDIA_VISIBLE_DEVICES"].get<std::string>(),
@@ -196,9 +177,9 @@ TEST_F(ConfigTest, MigSingleAdvertisesMigDevicesAsGpus) {
 TEST_F(ConfigTest, MigIndexIds) {
   MakeRoot("h100-mig");
   json devices =
-      Start({"--mig-strategy", "mixed", "--device-id-strategy", "index",
-             "--proc-root", (dir_ / "root" / "proc").string()},
-            "nvidia.com/mig-1g.10gb", "h100-mig");
+      StartAndList({"--mig-strategy", "mixed", "--device-id-strategy", "index",
+                    "--proc-root", (dir_ / "root" / "proc").string()},
+                   "nvidia.com/mig-1g.10gb", "h100-mig");
   ASSERT_THAT(devices["devices"], SizeIs(2));
   EXPECT_THAT(devices["devices"][0]["id"].get<std::string>(), StartsWith("0:"));
 }

@@ -92,19 +92,6 @@ class E2ETest : public ::testing::Test {
                      .stderr_path = (dir_ / "plugin.err").string()});
   }
 
-  // Reads JSON events from `p` until one named `event` (null on timeout).
-  json NextEvent(Subprocess& p, const std::string& event,
-                 absl::Duration timeout = kTimeout) {
-    absl::Time deadline = absl::Now() + timeout;
-    while (absl::Now() < deadline) {
-      auto line = p.ReadLine(deadline - absl::Now());
-      if (!line.has_value()) break;
-      json e = json::parse(*line, nullptr, /*allow_exceptions=*/false);
-      if (e.is_object() && e.value("event", "") == event) return e;
-    }
-    return json();
-  }
-
   // Reads JSON events from `p` until one for which `pred` holds.
   template <typename Pred>
   json NextEventWhere(Subprocess& p, Pred pred,
@@ -117,6 +104,14 @@ class E2ETest : public ::testing::Test {
       if (e.is_object() && pred(e)) return e;
     }
     return json();
+  }
+
+  // Reads JSON events from `p` until one named `event` (null on timeout).
+  json NextEvent(Subprocess& p, const std::string& event,
+                 absl::Duration timeout = kTimeout) {
+    return NextEventWhere(
+        p, [&](const json& e) { return e.value("event", "") == event; },
+        timeout);
   }
 
   // The next event named `event` for `resource`.
@@ -137,6 +132,30 @@ class E2ETest : public ::testing::Test {
     std::ofstream(tmp) << text;
     fs::rename(tmp, dir_ / "config.yaml");
     return (dir_ / "config.yaml").string();
+  }
+
+  // Starts the kubelet emulator and the plugin; returns the first device
+  // list of `resource` after it registered.
+  json StartAndList(std::vector<std::string> args,
+                    const std::string& resource = "nvidia.com/gpu",
+                    const std::string& machine = "dgx-a100") {
+    StartKubelet();
+    StartPlugin(std::move(args), machine);
+    json reg = NextEventFor(resource, "register");
+    EXPECT_TRUE(reg.value("ok", false)) << reg.dump() << plugin_->Stderr();
+    return NextEventFor(resource, "devices");
+  }
+
+  // Has the emulator admit a pod asking for `n` devices of `resource`;
+  // returns its allocate (or allocate_failed) event.
+  json AllocateFor(const std::string& resource, int n, const std::string& pod) {
+    kubelet_->WriteLine("allocate " + resource + " " + std::to_string(n) + " " +
+                        pod);
+    return NextEventWhere(*kubelet_, [&](const json& e) {
+      std::string ev = e.value("event", "");
+      return (ev == "allocate" || ev == "allocate_failed") &&
+             e.value("pod", "") == pod;
+    });
   }
 
   // Waits for registration and the first full device list.

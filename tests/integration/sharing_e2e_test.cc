@@ -28,40 +28,17 @@ std::set<std::string> Units(const json& ids) {
   return out;
 }
 
-class SharingTest : public E2ETest {
- protected:
-  // Starts kubelet and plugin and returns the first device list of
-  // `resource`.
-  json Start(std::vector<std::string> args,
-             const std::string& resource = "nvidia.com/gpu",
-             const std::string& machine = "dgx-a100") {
-    StartKubelet();
-    StartPlugin(std::move(args), machine);
-    json reg = NextEventFor(resource, "register");
-    EXPECT_TRUE(reg.value("ok", false)) << reg.dump() << plugin_->Stderr();
-    return NextEventFor(resource, "devices");
-  }
-
-  json Allocate(const std::string& resource, int n, const std::string& pod) {
-    kubelet_->WriteLine("allocate " + resource + " " + std::to_string(n) + " " +
-                        pod);
-    return NextEventWhere(*kubelet_, [&](const json& e) {
-      std::string ev = e.value("event", "");
-      return (ev == "allocate" || ev == "allocate_failed") &&
-             e.value("pod", "") == pod;
-    });
-  }
-};
+using SharingTest = E2ETest;
 
 TEST_F(SharingTest, TimeSlicingDistributedSpreadsOverGpus) {
-  json devices = Start({"--config-file", WriteConfig(TimeSlicing(4))});
+  json devices = StartAndList({"--config-file", WriteConfig(TimeSlicing(4))});
   ASSERT_THAT(devices["devices"], SizeIs(32)) << plugin_->Stderr();
   EXPECT_THAT(devices["devices"][0]["id"].get<std::string>(), HasSubstr("::0"));
   // Pods of 4 replicas each land on 4 different GPUs while GPUs have free
   // replicas, and load spreads evenly.
   std::map<std::string, int> load;
   for (int pod = 0; pod < 8; ++pod) {
-    json a = Allocate("nvidia.com/gpu", 4, "p" + std::to_string(pod));
+    json a = AllocateFor("nvidia.com/gpu", 4, "p" + std::to_string(pod));
     ASSERT_EQ(a["event"], "allocate") << a.dump();
     std::set<std::string> units = Units(a["devices"]);
     EXPECT_EQ(units.size(), 4u) << a.dump();
@@ -73,45 +50,45 @@ TEST_F(SharingTest, TimeSlicingDistributedSpreadsOverGpus) {
 }
 
 TEST_F(SharingTest, TimeSlicingPackedFillsOneGpuFirst) {
-  json devices = Start({"--config-file", WriteConfig(TimeSlicing(4)),
-                        "--shared-devices-allocation-policy", "packed"});
+  json devices = StartAndList({"--config-file", WriteConfig(TimeSlicing(4)),
+                               "--shared-devices-allocation-policy", "packed"});
   ASSERT_THAT(devices["devices"], SizeIs(32));
-  json a = Allocate("nvidia.com/gpu", 3, "p1");
+  json a = AllocateFor("nvidia.com/gpu", 3, "p1");
   ASSERT_EQ(a["event"], "allocate") << a.dump();
   EXPECT_EQ(Units(a["devices"]).size(), 1u) << a.dump();
   // A one-replica pod fills that GPU's last replica before another GPU.
-  json b = Allocate("nvidia.com/gpu", 1, "p2");
+  json b = AllocateFor("nvidia.com/gpu", 1, "p2");
   EXPECT_EQ(Units(b["devices"]), Units(a["devices"])) << b.dump();
   // A pod never spans more GPUs than it must.
-  json c = Allocate("nvidia.com/gpu", 4, "p3");
+  json c = AllocateFor("nvidia.com/gpu", 4, "p3");
   EXPECT_EQ(Units(c["devices"]).size(), 1u) << c.dump();
 }
 
 TEST_F(SharingTest, RenameByDefaultAndFailRequestsGreaterThanOne) {
   std::string config = TimeSlicing(
       2, "    renameByDefault: true\n    failRequestsGreaterThanOne: true\n");
-  json devices =
-      Start({"--config-file", WriteConfig(config)}, "nvidia.com/gpu.shared");
+  json devices = StartAndList({"--config-file", WriteConfig(config)},
+                              "nvidia.com/gpu.shared");
   ASSERT_THAT(devices["devices"], SizeIs(16));
   EXPECT_TRUE(fs::is_socket(dir_ / "kp" / "nvidia-gpu.shared.sock"));
-  json one = Allocate("nvidia.com/gpu.shared", 1, "p1");
+  json one = AllocateFor("nvidia.com/gpu.shared", 1, "p1");
   EXPECT_EQ(one["event"], "allocate") << one.dump();
-  json two = Allocate("nvidia.com/gpu.shared", 2, "p2");
+  json two = AllocateFor("nvidia.com/gpu.shared", 2, "p2");
   EXPECT_EQ(two["error"]["code"], "INVALID_ARGUMENT") << two.dump();
   EXPECT_THAT(two["error"]["message"].get<std::string>(),
               HasSubstr("failRequestsGreaterThanOne"));
   // The plugin keeps serving after refusing.
-  EXPECT_EQ(Allocate("nvidia.com/gpu.shared", 1, "p3")["event"], "allocate");
+  EXPECT_EQ(AllocateFor("nvidia.com/gpu.shared", 1, "p3")["event"], "allocate");
 }
 
 TEST_F(SharingTest, MpsAnswersPipeShmAndLimits) {
   std::string config =
       "version: v1\nsharing:\n  mps:\n    resources:\n"
       "    - name: nvidia.com/gpu\n      replicas: 4\n";
-  json devices = Start({"--config-file", WriteConfig(config), "--mps-root",
-                        (dir_ / "mps").string()});
+  json devices = StartAndList({"--config-file", WriteConfig(config),
+                               "--mps-root", (dir_ / "mps").string()});
   ASSERT_THAT(devices["devices"], SizeIs(32));
-  json a = Allocate("nvidia.com/gpu", 1, "p1");
+  json a = AllocateFor("nvidia.com/gpu", 1, "p1");
   ASSERT_EQ(a["event"], "allocate") << a.dump();
   const json& envs = a["response"]["envs"];
   EXPECT_EQ(envs["CUDA_MPS_PIPE_DIRECTORY"], "/mps/nvidia.com/gpu/pipe");
@@ -129,8 +106,8 @@ TEST_F(SharingTest, MpsAnswersPipeShmAndLimits) {
 }
 
 TEST_F(SharingTest, VolumeMountsStrategy) {
-  Start({"--device-list-strategy", "volume-mounts"});
-  json a = Allocate("nvidia.com/gpu", 2, "p1");
+  StartAndList({"--device-list-strategy", "volume-mounts"});
+  json a = AllocateFor("nvidia.com/gpu", 2, "p1");
   ASSERT_EQ(a["event"], "allocate") << a.dump();
   EXPECT_EQ(a["response"]["envs"]["NVIDIA_VISIBLE_DEVICES"],
             "/var/run/nvidia-container-devices");
@@ -153,8 +130,9 @@ TEST_F(SharingTest, CdiStrategiesAnswerNamesFromTheWrittenSpec) {
   fs::permissions(dir_ / "root" / "usr" / "bin" / "nvidia-smi",
                   fs::perms::owner_all);
   fs::path cdi = dir_ / "cdi";
-  Start({"--device-list-strategy", "cdi-annotations,cdi-cri", "--cdi-spec-dir",
-         cdi.string(), "--driver-root", (dir_ / "root").string()});
+  StartAndList({"--device-list-strategy", "cdi-annotations,cdi-cri",
+                "--cdi-spec-dir", cdi.string(), "--driver-root",
+                (dir_ / "root").string()});
   // The spec names every GPU by the ID the kubelet sees.
   std::ifstream in(cdi / "k8s.device-plugin.nvidia.com-gpu.json");
   ASSERT_TRUE(in.good()) << plugin_->Stderr();
@@ -172,7 +150,7 @@ TEST_F(SharingTest, CdiStrategiesAnswerNamesFromTheWrittenSpec) {
   std::set<std::string> names;
   for (const json& d : spec["devices"]) names.insert(d["name"]);
 
-  json a = Allocate("nvidia.com/gpu", 2, "p1");
+  json a = AllocateFor("nvidia.com/gpu", 2, "p1");
   ASSERT_EQ(a["event"], "allocate") << a.dump();
   const json& r = a["response"];
   EXPECT_TRUE(r["envs"].empty()) << r.dump();
