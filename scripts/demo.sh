@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo: builds the project, then runs gpu-device-plugin on the fake NVML
 # (an 8 x A100 DGX) against the kubelet emulator, which registers it, shows
-# its devices as the kubelet sees them, and allocates 2 GPUs for a pod.
+# its devices as the kubelet sees them, and allocates 2 GPUs for a pod; then
+# turns on time-slicing through the config file, reloaded on SIGHUP.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
@@ -25,9 +26,12 @@ machine=fake_nvml/machines/dgx-a100.yaml
 build/fake_nvml/fake-nvml rootfs --machine "$machine" --out "$demo/root"
 mkdir -p "$demo/kp"
 
+echo "version: v1" >"$demo/config.yaml"
+
 echo "== gpu-device-plugin on the fake $(basename "$machine" .yaml)"
 LD_LIBRARY_PATH=build/fake_nvml/lib FAKE_NVML_MACHINE="$machine" \
   build/src/gpu-device-plugin --kubelet-socket "$demo/kp/kubelet.sock" \
+  --config-file "$demo/config.yaml" \
   --sysfs-root "$demo/root/sys" --dev-root "$demo/root" --pass-device-specs \
   2>"$demo/plugin.log" &
 plugin_pid=$!
@@ -39,6 +43,25 @@ build/dpctl/dpctl kubelet --dir "$demo/kp" \
 echo
 echo "== dpctl list: the plugin's socket, queried directly"
 build/dpctl/dpctl list --socket "$demo/kp/nvidia-gpu.sock"
+
+echo
+echo "== time-slicing: 4 replicas per GPU in the config file, then SIGHUP"
+cat >"$demo/config.yaml" <<'EOT'
+version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 4
+EOT
+kill -HUP "$plugin_pid"
+for _ in $(seq 50); do
+  grep -q "Config reloaded" "$demo/plugin.log" && break
+  sleep 0.1
+done
+echo "== dpctl kubelet (restarted): 32 replicas; a pod asking for 4 gets 4 different GPUs"
+build/dpctl/dpctl kubelet --dir "$demo/kp" \
+  --allocate nvidia.com/gpu=4:shared-pod --exit-after-allocate
 
 echo
 echo "== the plugin's log"
