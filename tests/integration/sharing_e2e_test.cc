@@ -2,6 +2,7 @@
 // every device-list strategy with the CDI spec, through `dpctl kubelet`.
 #include <set>
 
+#include "cdi/validate.h"
 #include "tests/integration/e2e_fixture.h"
 
 namespace gdp {
@@ -138,6 +139,8 @@ TEST_F(SharingTest, CdiStrategiesAnswerNamesFromTheWrittenSpec) {
   ASSERT_TRUE(in.good()) << plugin_->Stderr();
   json spec = json::parse(in);
   EXPECT_EQ(spec["kind"], "k8s.device-plugin.nvidia.com/gpu");
+  absl::Status valid = cdi::ValidateSpec(spec);
+  EXPECT_TRUE(valid.ok()) << valid;
   std::set<std::string> mounted;
   for (const json& m : spec["containerEdits"]["mounts"]) {
     mounted.insert(m["containerPath"]);
