@@ -49,7 +49,9 @@ void HealthMonitor::TakeNewGpus() {
       it->ref.index = ref.index;
       continue;
     }
-    gpus_.push_back(Watched{std::move(ref)});
+    Watched w;
+    w.ref = std::move(ref);
+    gpus_.push_back(std::move(w));
     if (set_ != nullptr) Register(gpus_.back());
   }
 }
@@ -75,6 +77,7 @@ void HealthMonitor::Register(Watched& gpu) {
   switch (NvmlCode(s)) {
     case NVML_SUCCESS:
       gpu.registered = true;
+      gpu.last_error.clear();
       VLOG(1, "GPU {} {}: watching health events", gpu.ref.index, gpu.ref.uuid);
       return;
     case NVML_ERROR_NOT_SUPPORTED:
@@ -88,10 +91,13 @@ void HealthMonitor::Register(Watched& gpu) {
       tracker_.OnGpuLost(gpu.ref, std::string(s.message()), now);
       return;
     default:
-      LOG_ERROR(
-          "GPU {} {}: cannot watch health events ({}); trying again at the "
-          "next sweep",
-          gpu.ref.index, gpu.ref.uuid, s.message());
+      if (gpu.last_error != s.message()) {
+        gpu.last_error = std::string(s.message());
+        LOG_ERROR(
+            "GPU {} {}: cannot watch health events ({}); trying again at "
+            "every sweep",
+            gpu.ref.index, gpu.ref.uuid, s.message());
+      }
       return;
   }
 }
@@ -104,8 +110,8 @@ bool HealthMonitor::SetUp() {
         absl::StrCat("NVML failed: ", set.status().message()), now);
     return false;
   }
+  // NVML counts as working again only once a wait succeeds.
   set_ = *std::move(set);
-  tracker_.OnNvmlWorks(now);
   for (Watched& gpu : gpus_) Register(gpu);
   next_sweep_ = now + options_.sweep_interval;
   return true;
@@ -119,7 +125,13 @@ void HealthMonitor::Sweep() {
     switch (out.result) {
       case ProbeResult::kPass:
         tracker_.OnGpuAnswers(gpu.ref, now);
-        if (!gpu.registered) Register(gpu);
+        if (!gpu.registered) {
+          Register(gpu);
+        } else if (!gpu.last_error.empty()) {
+          LOG_INFO("GPU {} {}: answers probes again", gpu.ref.index,
+                   gpu.ref.uuid);
+          gpu.last_error.clear();
+        }
         break;
       case ProbeResult::kLost:
         gpu.registered = false;  // register again once it answers
@@ -127,8 +139,12 @@ void HealthMonitor::Sweep() {
         break;
       case ProbeResult::kFail:
       case ProbeResult::kGone:
-        LOG_WARN("GPU {} {}: probe failed: {}", gpu.ref.index, gpu.ref.uuid,
-                 out.detail);
+        // Not lost, so not unhealthy by itself; logged once per error.
+        if (gpu.last_error != out.detail) {
+          gpu.last_error = out.detail;
+          LOG_WARN("GPU {} {}: probe failed: {}", gpu.ref.index, gpu.ref.uuid,
+                   out.detail);
+        }
         break;
     }
   }
@@ -219,20 +235,26 @@ void HealthMonitor::Step(absl::Duration max_wait) {
         if (absl::Now() >= deadline) return;
         continue;
       case NVML_ERROR_GPU_IS_LOST:
-        // A watched GPU fell off the bus: find which now.
+        // A watched GPU fell off the bus: find which now, and watch the
+        // others on a new event set (made after retry_interval, so that a
+        // wait that keeps answering this cannot spin).
         Sweep();
-        if (absl::Now() >= deadline) return;
-        continue;
+        DropEventSet();
+        return;
       default:
         tracker_.OnNvmlFailure(
             absl::StrCat("NVML event wait failed: ", event.status().message()),
             options_.clock());
-        set_.reset();
-        next_setup_ = absl::Now() + options_.retry_interval;
-        for (Watched& gpu : gpus_) gpu.registered = false;
+        DropEventSet();
         return;
     }
   }
+}
+
+void HealthMonitor::DropEventSet() {
+  set_.reset();
+  next_setup_ = absl::Now() + options_.retry_interval;
+  for (Watched& gpu : gpus_) gpu.registered = false;
 }
 
 void HealthMonitor::Run() {

@@ -67,7 +67,10 @@ class HealthMonitor {
   // `max_wait`, or on Stop. If NVML fails (the wait errs, or no event set
   // can be made), the tracker is told, the event set dropped, and it is
   // made anew in a later Step, at most every retry_interval; in between
-  // Step sleeps (Stop ends that at once).
+  // Step sleeps (Stop ends that at once). NVML counts as working again
+  // when a wait on the new set succeeds or times out. A wait answering
+  // NVML_ERROR_GPU_IS_LOST is no NVML failure: every GPU is probed at once
+  // and the event set made anew.
   void Step(absl::Duration max_wait) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Steps until Stop.
@@ -82,6 +85,7 @@ class HealthMonitor {
     GpuRef ref;
     nvmlDevice_t handle = nullptr;  // when registered
     bool registered = false;        // on the current event set
+    std::string last_error;         // of registration or sweep, logged
   };
 
   // Makes the event set and registers every GPU. False if NVML failed.
@@ -93,6 +97,8 @@ class HealthMonitor {
   // Probes every GPU; re-registers the ones that answer again.
   void Sweep();
   void RunDueProbes();
+  // Frees the event set; a new one is made after retry_interval.
+  void DropEventSet();
   void Handle(const NvmlEvent& event);
   // Waits on the stop flag up to `d` of real time.
   void Sleep(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);

@@ -20,7 +20,9 @@ struct ProbeOutcome {
 // every MIG device of the GPU in that instance and reads its memory info.
 // kLost: NVML_ERROR_GPU_IS_LOST from any call, or the UUID is not found;
 // kGone: the GPU answers but has no MIG device in the instance (MIG off, or
-// the instance was destroyed); kFail: any other NVML error.
+// the instance was destroyed); kFail: any other NVML error. A MIG device
+// whose instance IDs cannot be read may or may not be in the instance: it
+// fails the probe only when no device of the instance answered.
 ProbeOutcome Probe(const Nvml& nvml, const ProbeTarget& target);
 
 }  // namespace gdp

@@ -109,8 +109,12 @@ class HealthTracker {
   const HealthTrackerOptions& options() const { return options_; }
 
   // Calls `on_change` after every change of any device's health or reason
-  // (replacing an earlier callback; nullptr: none). It must not call back
-  // into the tracker's mutating methods. Call before events flow.
+  // (replacing an earlier callback; nullptr: none). Callbacks are run one
+  // at a time under an internal lock: `on_change` may read the tracker
+  // (HealthOf, generation, ...) but must not call SetOnChange or a mutating
+  // method, and nobody may call a mutating method while holding a lock
+  // `on_change` takes. Call before events flow; after SetOnChange(nullptr)
+  // returns, the old callback is not running.
   void SetOnChange(std::function<void()> on_change) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Counts changes of any device's health or reason; starts at 0.

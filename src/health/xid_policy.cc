@@ -13,7 +13,6 @@
 namespace gdp {
 namespace {
 
-constexpr XidClass kIgnored = XidClass::kIgnored;
 constexpr XidClass kRecoverable = XidClass::kRecoverable;
 constexpr XidClass kNeedsReset = XidClass::kNeedsReset;
 
