@@ -176,6 +176,7 @@ FAKE_NVML_SAME_TYPE(nvmlDeviceGetNvLinkRemoteDeviceType);
 FAKE_NVML_SAME_TYPE(nvmlEventSetCreate);
 FAKE_NVML_SAME_TYPE(nvmlDeviceRegisterEvents);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetSupportedEventTypes);
+FAKE_NVML_SAME_TYPE(nvmlEventSetWait);
 FAKE_NVML_SAME_TYPE(nvmlEventSetWait_v2);
 FAKE_NVML_SAME_TYPE(nvmlEventSetFree);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetMaxMigDeviceCount);

@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -14,20 +17,31 @@ namespace gdp {
 
 // Every entry point we need. X(name) expands once per symbol. A library
 // lacking one of these is refused.
-#define GDP_NVML_SYMBOLS(X)            \
-  X(nvmlInit_v2)                       \
-  X(nvmlShutdown)                      \
-  X(nvmlErrorString)                   \
-  X(nvmlSystemGetDriverVersion)        \
-  X(nvmlSystemGetCudaDriverVersion_v2) \
-  X(nvmlDeviceGetCount_v2)             \
-  X(nvmlDeviceGetHandleByIndex_v2)     \
-  X(nvmlDeviceGetName)                 \
-  X(nvmlDeviceGetUUID)                 \
-  X(nvmlDeviceGetMinorNumber)          \
-  X(nvmlDeviceGetPciInfo_v3)           \
-  X(nvmlDeviceGetMemoryInfo)           \
-  X(nvmlDeviceGetCudaComputeCapability)
+#define GDP_NVML_SYMBOLS(X)             \
+  X(nvmlInit_v2)                        \
+  X(nvmlShutdown)                       \
+  X(nvmlErrorString)                    \
+  X(nvmlSystemGetDriverVersion)         \
+  X(nvmlSystemGetCudaDriverVersion_v2)  \
+  X(nvmlDeviceGetCount_v2)              \
+  X(nvmlDeviceGetHandleByIndex_v2)      \
+  X(nvmlDeviceGetName)                  \
+  X(nvmlDeviceGetUUID)                  \
+  X(nvmlDeviceGetMinorNumber)           \
+  X(nvmlDeviceGetPciInfo_v3)            \
+  X(nvmlDeviceGetMemoryInfo)            \
+  X(nvmlDeviceGetCudaComputeCapability) \
+  X(nvmlDeviceGetHandleByUUID)          \
+  X(nvmlDeviceGetSupportedEventTypes)   \
+  X(nvmlEventSetCreate)                 \
+  X(nvmlDeviceRegisterEvents)           \
+  X(nvmlEventSetFree)
+
+// Event waits: nvmlEventSetWait_v2 (R450 and later) reports MIG instances;
+// the older nvmlEventSetWait is used where it is missing. Either is enough.
+#define GDP_NVML_WAIT_SYMBOLS(X) \
+  X(nvmlEventSetWait_v2)         \
+  X(nvmlEventSetWait)
 
 // The MIG entry points (R450 and later): optional, so that an older driver
 // still loads; without them MIG is reported unavailable.
@@ -48,6 +62,7 @@ struct NvmlSymbols {
 #define GDP_NVML_FIELD(name) Fn_##name name = nullptr;
   GDP_NVML_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_MIG_SYMBOLS(GDP_NVML_FIELD)
+  GDP_NVML_WAIT_SYMBOLS(GDP_NVML_FIELD)
 #undef GDP_NVML_FIELD
 };
 
@@ -134,6 +149,7 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
 #define GDP_NVML_RESOLVE_OPTIONAL(name) \
   fns->name = reinterpret_cast<Fn_##name>(dlsym(lib, #name));
   GDP_NVML_MIG_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
+  GDP_NVML_WAIT_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
 #undef GDP_NVML_RESOLVE_OPTIONAL
   if (!missing.empty()) {
     dlclose(lib);
@@ -269,6 +285,68 @@ absl::StatusOr<std::pair<int, int>> Nvml::ComputeCapability(
             "nvmlDeviceGetCudaComputeCapability");
   if (!s.ok()) return s;
   return std::pair{major, minor};
+}
+
+absl::StatusOr<nvmlDevice_t> Nvml::DeviceByUuid(const std::string& uuid) const {
+  nvmlDevice_t d = nullptr;
+  absl::Status s = Check(fns_->nvmlDeviceGetHandleByUUID(uuid.c_str(), &d),
+                         "nvmlDeviceGetHandleByUUID");
+  if (!s.ok()) return s;
+  return d;
+}
+
+absl::StatusOr<unsigned long long> Nvml::SupportedEventTypes(
+    nvmlDevice_t device) const {
+  unsigned long long types = 0;
+  absl::Status s = Check(fns_->nvmlDeviceGetSupportedEventTypes(device, &types),
+                         "nvmlDeviceGetSupportedEventTypes");
+  if (!s.ok()) return s;
+  return types;
+}
+
+absl::StatusOr<std::unique_ptr<NvmlEventSet>> Nvml::CreateEventSet() const {
+  if (fns_->nvmlEventSetWait_v2 == nullptr &&
+      fns_->nvmlEventSetWait == nullptr) {
+    absl::Status s(absl::StatusCode::kUnimplemented,
+                   absl::StrCat("nvmlEventSetWait_v2 and nvmlEventSetWait: "
+                                "neither is in ",
+                                library_path_));
+    s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(
+                                  NVML_ERROR_FUNCTION_NOT_FOUND))));
+    return s;
+  }
+  nvmlEventSet_t set = nullptr;
+  absl::Status s = Check(fns_->nvmlEventSetCreate(&set), "nvmlEventSetCreate");
+  if (!s.ok()) return s;
+  return std::unique_ptr<NvmlEventSet>(new NvmlEventSet(*this, set));
+}
+
+NvmlEventSet::~NvmlEventSet() { (void)nvml_.fns_->nvmlEventSetFree(set_); }
+
+absl::Status NvmlEventSet::Register(nvmlDevice_t device,
+                                    unsigned long long types) {
+  return nvml_.Check(nvml_.fns_->nvmlDeviceRegisterEvents(device, types, set_),
+                     "nvmlDeviceRegisterEvents");
+}
+
+absl::StatusOr<NvmlEvent> NvmlEventSet::Wait(absl::Duration timeout) {
+  const int64_t ms = std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0,
+                                         std::numeric_limits<unsigned>::max());
+  nvmlEventData_t data{};
+  data.gpuInstanceId = kNvmlAllInstances;
+  data.computeInstanceId = kNvmlAllInstances;
+  const NvmlSymbols& fns = *nvml_.fns_;
+  absl::Status s =
+      fns.nvmlEventSetWait_v2 != nullptr
+          ? nvml_.Check(
+                fns.nvmlEventSetWait_v2(set_, &data, static_cast<unsigned>(ms)),
+                "nvmlEventSetWait_v2")
+          : nvml_.Check(
+                fns.nvmlEventSetWait(set_, &data, static_cast<unsigned>(ms)),
+                "nvmlEventSetWait");
+  if (!s.ok()) return s;
+  return NvmlEvent{data.device, data.eventType, data.eventData,
+                   data.gpuInstanceId, data.computeInstanceId};
 }
 
 bool Nvml::HasMig() const {

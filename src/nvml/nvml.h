@@ -9,11 +9,62 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "nvml/nvml_api.h"
 
 namespace gdp {
 
 struct NvmlSymbols;  // resolved entry points, defined in nvml.cc
+
+class Nvml;
+
+// The GPU or compute instance ID an event carries when it is about none in
+// particular (the whole GPU).
+inline constexpr unsigned kNvmlAllInstances = 0xFFFFFFFF;
+
+// One event from an NVML event set (nvmlEventData_t).
+struct NvmlEvent {
+  nvmlDevice_t device = nullptr;  // the GPU it is about
+  unsigned long long type = 0;    // one nvmlEventType* bit
+  unsigned long long data = 0;    // the XID for nvmlEventTypeXidCriticalError
+  // The MIG GPU / compute instance the event is about; kNvmlAllInstances
+  // when it names none (always so with a pre-R450 library).
+  unsigned gpu_instance_id = kNvmlAllInstances;
+  unsigned compute_instance_id = kNvmlAllInstances;
+};
+
+// An NVML event set (nvmlEventSetCreate), freed by the destructor. Made by
+// Nvml::CreateEventSet; must not outlive that Nvml.
+// Thread-safety: not thread-safe; one thread registers and waits.
+class NvmlEventSet {
+ public:
+  // Calls nvmlEventSetFree (its error, if any, is dropped: there is nothing
+  // left to do with the set).
+  ~NvmlEventSet();
+  NvmlEventSet(const NvmlEventSet&) = delete;
+  NvmlEventSet& operator=(const NvmlEventSet&) = delete;
+
+  // Records events of `types` (a mask of nvmlEventType*) of GPU `device`
+  // from now on (nvmlDeviceRegisterEvents); calling it again for the same
+  // GPU adds types. Result on failure: NVML's error, e.g. Unimplemented
+  // (NVML_ERROR_NOT_SUPPORTED) when the GPU lacks one of the types, or
+  // Unavailable (NVML_ERROR_GPU_IS_LOST).
+  absl::Status Register(nvmlDevice_t device, unsigned long long types);
+
+  // Waits up to `timeout` (rounded down to milliseconds, negative = 0) for
+  // the next event and returns it. NVML cannot interrupt a wait: callers
+  // that must stop promptly wait in short slices.
+  // Result on failure: DeadlineExceeded (NVML_ERROR_TIMEOUT) when no event
+  // came in time; any other NVML error when NVML itself failed.
+  absl::StatusOr<NvmlEvent> Wait(absl::Duration timeout);
+
+ private:
+  friend class Nvml;
+  NvmlEventSet(const Nvml& nvml, nvmlEventSet_t set) : nvml_(nvml), set_(set) {}
+
+  const Nvml& nvml_;
+  nvmlEventSet_t set_;
+};
 
 // PCI identity of a device as NVML reports it.
 struct NvmlPci {
@@ -56,6 +107,20 @@ class Nvml {
   absl::StatusOr<unsigned long long> MemoryTotal(nvmlDevice_t device) const;
   absl::StatusOr<std::pair<int, int>> ComputeCapability(
       nvmlDevice_t device) const;
+  // The handle of the GPU or MIG device with this UUID ("GPU-..",
+  // "MIG-.."); NotFound (NVML_ERROR_NOT_FOUND) if there is none, Unavailable
+  // (NVML_ERROR_GPU_IS_LOST) if the GPU fell off the bus.
+  absl::StatusOr<nvmlDevice_t> DeviceByUuid(const std::string& uuid) const;
+
+  // Events (health monitoring).
+
+  // The nvmlEventType* bits GPU `device` can report.
+  absl::StatusOr<unsigned long long> SupportedEventTypes(
+      nvmlDevice_t device) const;
+  // A new, empty event set. Result on failure: NVML's error, or
+  // Unimplemented (NVML_ERROR_FUNCTION_NOT_FOUND) when the library has no
+  // event wait entry point.
+  absl::StatusOr<std::unique_ptr<NvmlEventSet>> CreateEventSet() const;
   // Multi-Instance GPU. These entry points (R450 and later) are optional:
   // a library without one still loads, and a call needing it returns
   // Unimplemented with NvmlCode NVML_ERROR_FUNCTION_NOT_FOUND, naming the
@@ -99,6 +164,7 @@ class Nvml {
       nvmlDevice_t gpu, unsigned profile) const;
 
  private:
+  friend class NvmlEventSet;
   Nvml(void* lib, std::string path, std::unique_ptr<NvmlSymbols> fns);
   absl::Status Check(nvmlReturn_t r, const char* call) const;
   // Check(fn(args...), call), or Unimplemented when the optional entry

@@ -284,6 +284,10 @@ typedef nvmlReturn_t (*Fn_nvmlDeviceGetSupportedEventTypes)(
 typedef nvmlReturn_t (*Fn_nvmlEventSetWait_v2)(nvmlEventSet_t set,
                                                nvmlEventData_t* data,
                                                unsigned int timeout_ms);
+// The pre-R450 wait: writes only device, eventType and eventData.
+typedef nvmlReturn_t (*Fn_nvmlEventSetWait)(nvmlEventSet_t set,
+                                            nvmlEventData_t* data,
+                                            unsigned int timeout_ms);
 typedef nvmlReturn_t (*Fn_nvmlEventSetFree)(nvmlEventSet_t set);
 
 // Multi-Instance GPU (R450 and later).

@@ -189,5 +189,81 @@ TEST_F(NvmlTest, LostGpuIsUnavailable) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("nvmlDeviceGetUUID"));
 }
 
+TEST_F(NvmlTest, DeviceByUuid) {
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  nvmlDevice_t d = *n.DeviceByIndex(5);
+  auto found = n.DeviceByUuid(*n.Uuid(d));
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(*found, d);
+  auto missing = n.DeviceByUuid("GPU-00000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(NvmlCode(missing.status()), NVML_ERROR_NOT_FOUND);
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("nvmlDeviceGetHandleByUUID"));
+}
+
+TEST_F(NvmlTest, EventSetDeliversXidsWithTheirInstance) {
+  UseMachine("h100-mig");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  const unsigned long long kHealth = nvmlEventTypeXidCriticalError |
+                                     nvmlEventTypeSingleBitEccError |
+                                     nvmlEventTypeDoubleBitEccError;
+  EXPECT_EQ(*n.SupportedEventTypes(gpu), kHealth);
+  auto set = n.CreateEventSet();
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_TRUE((*set)->Register(gpu, kHealth).ok());
+  // Unsupported types register nothing.
+  absl::Status pstate = (*set)->Register(gpu, nvmlEventTypePState);
+  EXPECT_EQ(pstate.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(NvmlCode(pstate), NVML_ERROR_NOT_SUPPORTED);
+
+  auto none = (*set)->Wait(absl::Milliseconds(5));
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(NvmlCode(none.status()), NVML_ERROR_TIMEOUT);
+
+  Inject("xid 0 94 9 0");
+  Inject("ecc 0 double");
+  Inject("xid 1 79");  // GPU 1 is not registered
+  auto xid = (*set)->Wait(absl::Seconds(2));
+  ASSERT_TRUE(xid.ok()) << xid.status();
+  EXPECT_EQ(xid->device, gpu);
+  EXPECT_EQ(xid->type,
+            static_cast<unsigned long long>(nvmlEventTypeXidCriticalError));
+  EXPECT_EQ(xid->data, 94u);
+  EXPECT_EQ(xid->gpu_instance_id, 9u);
+  EXPECT_EQ(xid->compute_instance_id, 0u);
+  auto ecc = (*set)->Wait(absl::Seconds(2));
+  ASSERT_TRUE(ecc.ok()) << ecc.status();
+  EXPECT_EQ(ecc->type,
+            static_cast<unsigned long long>(nvmlEventTypeDoubleBitEccError));
+  EXPECT_EQ(ecc->gpu_instance_id, kNvmlAllInstances);
+  EXPECT_EQ(ecc->compute_instance_id, kNvmlAllInstances);
+  EXPECT_EQ(NvmlCode((*set)->Wait(absl::Milliseconds(20)).status()),
+            NVML_ERROR_TIMEOUT);
+}
+
+TEST_F(NvmlTest, EventWaitReportsNvmlFailing) {
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  auto set = (*nvml)->CreateEventSet();
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_TRUE(
+      (*set)
+          ->Register(*(*nvml)->DeviceByIndex(0), nvmlEventTypeXidCriticalError)
+          .ok());
+  Inject("fail 999");
+  auto waited = (*set)->Wait(absl::Seconds(2));
+  EXPECT_EQ(NvmlCode(waited.status()), NVML_ERROR_UNKNOWN);
+  EXPECT_THAT(std::string(waited.status().message()),
+              HasSubstr("nvmlEventSetWait_v2"));
+  EXPECT_EQ(NvmlCode((*nvml)->CreateEventSet().status()), NVML_ERROR_UNKNOWN);
+  Inject("recover");
+}
+
 }  // namespace
 }  // namespace gdp

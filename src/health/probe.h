@@ -1,0 +1,30 @@
+// Cheap NVML questions that tell whether a GPU, or a MIG instance of it,
+// still answers.
+#ifndef GDP_HEALTH_PROBE_H_
+#define GDP_HEALTH_PROBE_H_
+
+#include <string>
+
+#include "health/tracker.h"
+#include "nvml/nvml.h"
+
+namespace gdp {
+
+struct ProbeOutcome {
+  ProbeResult result = ProbeResult::kPass;
+  std::string detail;  // the NVML error, for anything but kPass
+};
+
+// Looks the GPU up again by UUID (a fresh handle) and reads its memory
+// info; for a target naming a GPU and/or compute instance, also finds
+// every MIG device of the GPU in that instance and reads its memory info.
+// kLost: NVML_ERROR_GPU_IS_LOST from any call, or the UUID is not found;
+// kGone: the GPU answers but has no MIG device in the instance (MIG off, or
+// the instance was destroyed); kFail: any other NVML error. A MIG device
+// whose instance IDs cannot be read may or may not be in the instance: it
+// fails the probe only when no device of the instance answered.
+ProbeOutcome Probe(const Nvml& nvml, const ProbeTarget& target);
+
+}  // namespace gdp
+
+#endif  // GDP_HEALTH_PROBE_H_

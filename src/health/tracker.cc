@@ -1,0 +1,399 @@
+#include "health/tracker.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "util/logging.h"
+
+namespace gdp {
+namespace {
+
+constexpr unsigned kAll = kNvmlAllInstances;
+
+// " GPU instance 9 compute instance 0", or "" for the whole GPU.
+std::string ScopeLabel(unsigned gi, unsigned ci) {
+  std::string out;
+  if (gi != kAll) absl::StrAppend(&out, " GPU instance ", gi);
+  if (ci != kAll) absl::StrAppend(&out, " compute instance ", ci);
+  return out;
+}
+
+// "GPU 3 GPU-..." plus the scope: how logs name a unit.
+std::string Label(const GpuRef& gpu, unsigned gi, unsigned ci) {
+  return absl::StrCat("GPU ", gpu.index, " ", gpu.uuid, ScopeLabel(gi, ci));
+}
+
+// "1st", "2nd", "3rd", "4th", ..., "11th", "21st".
+std::string Ordinal(size_t n) {
+  const char* suffix = "th";
+  if (n % 100 < 11 || n % 100 > 13) {
+    switch (n % 10) {
+      case 1:
+        suffix = "st";
+        break;
+      case 2:
+        suffix = "nd";
+        break;
+      case 3:
+        suffix = "rd";
+        break;
+    }
+  }
+  return absl::StrCat(n, suffix);
+}
+
+}  // namespace
+
+std::vector<GpuRef> GpuRefs(const NodeGpus& node) {
+  std::vector<GpuRef> refs;
+  for (const GpuInfo& g : node.gpus) refs.push_back({g.uuid, g.index});
+  return refs;
+}
+
+HealthTracker::HealthTracker(XidPolicy policy, HealthTrackerOptions options)
+    : policy_(std::move(policy)), options_(options) {}
+
+void HealthTracker::SetOnChange(std::function<void()> on_change) {
+  absl::MutexLock lock(&cb_mu_);
+  on_change_ = std::move(on_change);
+}
+
+uint64_t HealthTracker::generation() const {
+  absl::MutexLock lock(&mu_);
+  return generation_;
+}
+
+bool HealthTracker::nvml_failed() const {
+  absl::MutexLock lock(&mu_);
+  return nvml_failed_;
+}
+
+void HealthTracker::Changed() { ++generation_; }
+
+void HealthTracker::NotifyIfChanged(uint64_t before) {
+  absl::MutexLock cb_lock(&cb_mu_);
+  {
+    absl::MutexLock lock(&mu_);
+    if (generation_ == before) return;
+  }
+  if (on_change_) on_change_();
+}
+
+HealthTracker::Gpu& HealthTracker::GpuFor(const GpuRef& gpu) {
+  Gpu& g = gpus_[gpu.uuid];
+  g.index = gpu.index;
+  return g;
+}
+
+size_t HealthTracker::CountFailure(Unit& unit, absl::Time now) {
+  const absl::Time horizon = now - options_.flap_window;
+  unit.failures.erase(
+      std::remove_if(unit.failures.begin(), unit.failures.end(),
+                     [&](absl::Time t) { return t <= horizon; }),
+      unit.failures.end());
+  unit.failures.push_back(now);
+  return unit.failures.size();
+}
+
+absl::Duration HealthTracker::QuietFor(size_t n) const {
+  absl::Duration d = options_.quiet_period;
+  for (size_t i = 1; i < n && d < options_.max_quiet_period; ++i) d *= 2;
+  return std::min(d, options_.max_quiet_period);
+}
+
+void HealthTracker::Fail(const GpuRef& gpu, Gpu& g, Scope scope, State state,
+                         const std::string& what, absl::Time now) {
+  auto severity = [](State s) { return static_cast<int>(s); };
+  const std::string label = Label(gpu, scope.first, scope.second);
+  Unit& u = g.units[scope];
+  const bool was_healthy = u.state == State::kHealthy;
+  if (!was_healthy && severity(state) <= severity(u.state)) {
+    if (state == State::kRecoverable && u.state == State::kRecoverable) {
+      u.probe_at = now + u.quiet;
+      LOG_INFO("{}: {} while unhealthy: its quiet period of {} starts again",
+               label, what, absl::FormatDuration(u.quiet));
+    } else {
+      LOG_INFO("{}: {} while unhealthy ({})", label, what, u.reason);
+    }
+    return;
+  }
+  const size_t n = was_healthy ? CountFailure(u, now) : u.failures.size();
+  u.state = state;
+  u.probe_error.clear();
+  switch (state) {
+    case State::kRecoverable:
+      u.quiet = QuietFor(n);
+      u.probe_at = now + u.quiet;
+      u.reason = absl::StrCat(what, "; held unhealthy for ",
+                              absl::FormatDuration(u.quiet));
+      if (n > 1) {
+        absl::StrAppend(&u.reason, ": ", Ordinal(n), " failure in ",
+                        absl::FormatDuration(options_.flap_window));
+      }
+      break;
+    case State::kNeedsReset:
+      u.reason = absl::StrCat(what, "; unhealthy until the GPU is reset");
+      break;
+    case State::kLost:
+      u.reason = absl::StrCat(what, "; unhealthy until it answers again");
+      break;
+    case State::kHealthy:
+      break;
+  }
+  if (was_healthy) {
+    LOG_WARN("{}: unhealthy: {}", label, u.reason);
+  } else {
+    LOG_WARN("{}: still unhealthy, now worse: {}", label, u.reason);
+  }
+  Changed();
+}
+
+void HealthTracker::OnEvent(const GpuRef& gpu, const HealthEvent& event,
+                            absl::Time now) {
+  const XidDecision d =
+      event.kind == HealthEvent::Kind::kXid
+          ? policy_.Decide(event.xid)
+          : policy_.DecideEcc(event.kind == HealthEvent::Kind::kDoubleBitEcc);
+  if (d.cls == XidClass::kIgnored) {
+    if (event.kind == HealthEvent::Kind::kSingleBitEcc) {
+      VLOG(1, "{}: {}", Label(gpu, event.gi, event.ci), d.rule);
+    } else if (event.kind == HealthEvent::Kind::kXid) {
+      LOG_INFO("{}: XID {} {}", Label(gpu, event.gi, event.ci), event.xid,
+               d.rule);
+    } else {
+      LOG_INFO("{}: {}", Label(gpu, event.gi, event.ci), d.rule);
+    }
+    return;
+  }
+  const std::string what =
+      event.kind == HealthEvent::Kind::kXid
+          ? absl::StrCat("XID ", event.xid, " (", d.rule, ")")
+          : d.rule;
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    Fail(gpu, GpuFor(gpu), Scope{event.gi, event.ci},
+         d.cls == XidClass::kNeedsReset ? State::kNeedsReset
+                                        : State::kRecoverable,
+         what, now);
+  }
+  NotifyIfChanged(before);
+}
+
+void HealthTracker::OnGpuLost(const GpuRef& gpu, const std::string& why,
+                              absl::Time now) {
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    Fail(gpu, GpuFor(gpu), Scope{kAll, kAll}, State::kLost,
+         absl::StrCat("GPU lost (", why, ")"), now);
+  }
+  NotifyIfChanged(before);
+}
+
+void HealthTracker::ResetLocked(const GpuRef& gpu, Gpu& g,
+                                const std::string& how, absl::Time now) {
+  const bool any = std::any_of(
+      g.units.begin(), g.units.end(),
+      [](const auto& entry) { return entry.second.state != State::kHealthy; });
+  if (!any) return;
+  for (auto& [scope, u] : g.units) {
+    if (u.state == State::kHealthy) continue;
+    u.state = State::kHealthy;
+    u.reason.clear();
+    u.probe_error.clear();
+  }
+  Unit& whole = g.units[Scope{kAll, kAll}];
+  const absl::Time horizon = now - options_.flap_window;
+  const size_t n = std::count_if(whole.failures.begin(), whole.failures.end(),
+                                 [&](absl::Time t) { return t > horizon; });
+  Changed();
+  if (n < 2) {
+    LOG_INFO("{}: healthy again: {}", Label(gpu, kAll, kAll), how);
+    return;
+  }
+  whole.state = State::kRecoverable;
+  whole.quiet = QuietFor(n);
+  whole.probe_at = now + whole.quiet;
+  whole.reason =
+      absl::StrCat("reset (", how, ") after its ", Ordinal(n), " failure in ",
+                   absl::FormatDuration(options_.flap_window),
+                   "; held unhealthy for ", absl::FormatDuration(whole.quiet));
+  LOG_WARN("{}: {}", Label(gpu, kAll, kAll), whole.reason);
+}
+
+void HealthTracker::OnGpuAnswers(const GpuRef& gpu, absl::Time now) {
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    auto it = gpus_.find(gpu.uuid);
+    if (it == gpus_.end()) return;
+    it->second.index = gpu.index;
+    auto whole = it->second.units.find(Scope{kAll, kAll});
+    if (whole == it->second.units.end() || whole->second.state != State::kLost)
+      return;
+    ResetLocked(gpu, it->second, "it answers NVML again after being lost", now);
+  }
+  NotifyIfChanged(before);
+}
+
+void HealthTracker::OnReset(const GpuRef& gpu, const std::string& how,
+                            absl::Time now) {
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    auto it = gpus_.find(gpu.uuid);
+    if (it == gpus_.end()) return;
+    it->second.index = gpu.index;
+    ResetLocked(gpu, it->second, how, now);
+  }
+  NotifyIfChanged(before);
+}
+
+void HealthTracker::OnNvmlFailure(const std::string& why, absl::Time) {
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    if (nvml_failed_) {
+      VLOG(1, "NVML still failing: {}", why);
+      return;
+    }
+    nvml_failed_ = true;
+    nvml_reason_ = why;
+    LOG_ERROR("{}: every device is unhealthy until NVML works again", why);
+    Changed();
+  }
+  NotifyIfChanged(before);
+}
+
+void HealthTracker::OnNvmlWorks(absl::Time) {
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    if (!nvml_failed_) return;
+    nvml_failed_ = false;
+    LOG_INFO("NVML works again (it failed: {}); devices take their own health",
+             nvml_reason_);
+    nvml_reason_.clear();
+    Changed();
+  }
+  NotifyIfChanged(before);
+}
+
+std::vector<ProbeTarget> HealthTracker::DueProbes(absl::Time now) const {
+  absl::MutexLock lock(&mu_);
+  std::vector<ProbeTarget> due;
+  for (const auto& [uuid, g] : gpus_) {
+    for (const auto& [scope, u] : g.units) {
+      if (u.state == State::kRecoverable && u.probe_at <= now) {
+        due.push_back({GpuRef{uuid, g.index}, scope.first, scope.second});
+      }
+    }
+  }
+  return due;
+}
+
+absl::Time HealthTracker::NextProbe() const {
+  absl::MutexLock lock(&mu_);
+  absl::Time next = absl::InfiniteFuture();
+  for (const auto& [uuid, g] : gpus_) {
+    for (const auto& [scope, u] : g.units) {
+      if (u.state == State::kRecoverable) next = std::min(next, u.probe_at);
+    }
+  }
+  return next;
+}
+
+void HealthTracker::OnProbe(const ProbeTarget& target, ProbeResult result,
+                            const std::string& detail, absl::Time now) {
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    auto g = gpus_.find(target.gpu.uuid);
+    if (g == gpus_.end()) return;
+    auto it = g->second.units.find(Scope{target.gi, target.ci});
+    if (it == g->second.units.end()) return;
+    Unit& u = it->second;
+    if (u.state != State::kRecoverable || now < u.probe_at) return;
+    const std::string label = Label(target.gpu, target.gi, target.ci);
+    switch (result) {
+      case ProbeResult::kPass:
+        u.state = State::kHealthy;
+        u.reason.clear();
+        u.probe_error.clear();
+        LOG_INFO("{}: healthy again: probe passed after a quiet period of {}",
+                 label, absl::FormatDuration(u.quiet));
+        Changed();
+        break;
+      case ProbeResult::kGone:
+        u.state = State::kHealthy;
+        u.reason.clear();
+        u.probe_error.clear();
+        LOG_INFO("{}: the instance no longer exists; its failure is dropped",
+                 label);
+        Changed();
+        break;
+      case ProbeResult::kFail:
+        u.probe_at = now + options_.probe_interval;
+        LOG_WARN("{}: probe failed ({}); probing again in {}", label, detail,
+                 absl::FormatDuration(options_.probe_interval));
+        if (u.probe_error != detail) {
+          u.probe_error = detail;
+          Changed();
+        }
+        break;
+      case ProbeResult::kLost:
+        u.probe_at = now + options_.probe_interval;
+        Fail(target.gpu, g->second, Scope{kAll, kAll}, State::kLost,
+             absl::StrCat("GPU lost (", detail, ")"), now);
+        break;
+    }
+  }
+  NotifyIfChanged(before);
+}
+
+DeviceHealth HealthTracker::HealthOf(const Device& device) const {
+  absl::MutexLock lock(&mu_);
+  if (nvml_failed_) return {Health::kUnhealthy, nvml_reason_};
+  auto g = gpus_.find(device.gpu_uuid);
+  if (g == gpus_.end()) return {};
+  const Unit* worst = nullptr;
+  Scope worst_scope;
+  for (const auto& [scope, u] : g->second.units) {
+    if (u.state == State::kHealthy) continue;
+    const bool covers =
+        device.mig_gi < 0 ||
+        ((scope.first == kAll ||
+          scope.first == static_cast<unsigned>(device.mig_gi)) &&
+         (scope.second == kAll ||
+          scope.second == static_cast<unsigned>(device.mig_ci)));
+    if (!covers) continue;
+    // The most severe; on a tie the whole GPU (the largest key, last).
+    if (worst == nullptr || u.state >= worst->state) {
+      worst = &u;
+      worst_scope = scope;
+    }
+  }
+  if (worst == nullptr) return {};
+  DeviceHealth h{Health::kUnhealthy, worst->reason};
+  if (worst_scope != Scope{kAll, kAll}) {
+    // "GPU instance 9 compute instance 0: XID ...".
+    h.reason = absl::StrCat(
+        ScopeLabel(worst_scope.first, worst_scope.second).substr(1), ": ",
+        h.reason);
+  }
+  if (!worst->probe_error.empty()) {
+    absl::StrAppend(&h.reason, "; last probe failed: ", worst->probe_error);
+  }
+  return h;
+}
+
+}  // namespace gdp

@@ -1,0 +1,368 @@
+#include "health/tracker.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "device/device_set.h"
+#include "health/apply.h"
+
+namespace gdp {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::SizeIs;
+
+constexpr unsigned kAll = kNvmlAllInstances;
+const GpuRef kGpu0{"GPU-aaaa", 0};
+const GpuRef kGpu1{"GPU-bbbb", 1};
+
+Device Whole(const GpuRef& gpu, int replica = -1) {
+  Device d;
+  d.id = replica < 0 ? gpu.uuid : gpu.uuid + "::" + std::to_string(replica);
+  d.visible_id = gpu.uuid;
+  d.gpu_uuid = gpu.uuid;
+  d.gpu_index = gpu.index;
+  d.replica = replica;
+  return d;
+}
+
+Device Mig(const GpuRef& gpu, int gi, int ci, int replica = -1) {
+  Device d = Whole(gpu, replica);
+  d.id = "MIG-" + std::to_string(gi) + "-" + std::to_string(ci) +
+         (replica < 0 ? "" : "::" + std::to_string(replica));
+  d.visible_id = d.id;
+  d.mig_gi = gi;
+  d.mig_ci = ci;
+  return d;
+}
+
+HealthEvent Xid(uint64_t xid, unsigned gi = kAll, unsigned ci = kAll) {
+  HealthEvent e;
+  e.kind = HealthEvent::Kind::kXid;
+  e.xid = xid;
+  e.gi = gi;
+  e.ci = ci;
+  return e;
+}
+
+HealthEvent Ecc(bool double_bit) {
+  HealthEvent e;
+  e.kind = double_bit ? HealthEvent::Kind::kDoubleBitEcc
+                      : HealthEvent::Kind::kSingleBitEcc;
+  return e;
+}
+
+class TrackerTest : public ::testing::Test {
+ protected:
+  TrackerTest() { Make(XidPolicy(), {}); }
+
+  void Make(XidPolicy policy, HealthTrackerOptions options) {
+    tracker_ = std::make_unique<HealthTracker>(std::move(policy), options);
+    tracker_->SetOnChange([this] { ++changes_; });
+    changes_ = 0;
+  }
+
+  bool Healthy(const Device& d) {
+    return tracker_->HealthOf(d).health == Health::kHealthy;
+  }
+  std::string Reason(const Device& d) { return tracker_->HealthOf(d).reason; }
+
+  absl::Time t0_ = absl::FromUnixSeconds(1700000000);
+  std::unique_ptr<HealthTracker> tracker_;
+  int changes_ = 0;
+};
+
+TEST_F(TrackerTest, IgnoredEventsChangeNothing) {
+  tracker_->OnEvent(kGpu0, Xid(13), t0_);
+  tracker_->OnEvent(kGpu0, Xid(109), t0_);
+  tracker_->OnEvent(kGpu0, Ecc(false), t0_);
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  EXPECT_EQ(tracker_->generation(), 0u);
+  EXPECT_EQ(changes_, 0);
+  EXPECT_EQ(tracker_->NextProbe(), absl::InfiniteFuture());
+}
+
+TEST_F(TrackerTest, RecoverableIsProbedAfterTheQuietPeriod) {
+  tracker_->OnEvent(kGpu0, Xid(94), t0_);
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_EQ(Reason(Whole(kGpu0)),
+            "XID 94 (ROBUST_CHANNEL_CONTAINED_ERROR, catalogue RESTART_APP => "
+            "recoverable); held unhealthy for 1m");
+  EXPECT_TRUE(Healthy(Whole(kGpu1)));
+  EXPECT_EQ(changes_, 1);
+  EXPECT_EQ(tracker_->NextProbe(), t0_ + absl::Seconds(60));
+  EXPECT_THAT(tracker_->DueProbes(t0_ + absl::Seconds(59)), IsEmpty());
+  std::vector<ProbeTarget> due = tracker_->DueProbes(t0_ + absl::Seconds(60));
+  ASSERT_THAT(due, SizeIs(1));
+  EXPECT_EQ(due[0].gpu.uuid, kGpu0.uuid);
+  EXPECT_EQ(due[0].gpu.index, 0u);
+  EXPECT_EQ(due[0].gi, kAll);
+  EXPECT_EQ(due[0].ci, kAll);
+  tracker_->OnProbe(due[0], ProbeResult::kPass, "", t0_ + absl::Seconds(60));
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  EXPECT_EQ(Reason(Whole(kGpu0)), "");
+  EXPECT_EQ(changes_, 2);
+  EXPECT_EQ(tracker_->NextProbe(), absl::InfiniteFuture());
+}
+
+TEST_F(TrackerTest, NewEventRestartsTheQuietPeriod) {
+  tracker_->OnEvent(kGpu0, Xid(94), t0_);
+  tracker_->OnEvent(kGpu0, Xid(8), t0_ + absl::Seconds(30));
+  EXPECT_EQ(changes_, 1);  // still the same unhealthy state
+  EXPECT_THAT(tracker_->DueProbes(t0_ + absl::Seconds(60)), IsEmpty());
+  // A probe result from before the new event is stale.
+  tracker_->OnProbe({kGpu0}, ProbeResult::kPass, "", t0_ + absl::Seconds(60));
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_THAT(tracker_->DueProbes(t0_ + absl::Seconds(90)), SizeIs(1));
+}
+
+TEST_F(TrackerTest, FailedProbeIsRetried) {
+  tracker_->OnEvent(kGpu0, Xid(94), t0_);
+  const absl::Time t1 = t0_ + absl::Seconds(60);
+  tracker_->OnProbe({kGpu0}, ProbeResult::kFail, "nvmlDeviceGetMemoryInfo: x",
+                    t1);
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_THAT(Reason(Whole(kGpu0)),
+              HasSubstr("; last probe failed: nvmlDeviceGetMemoryInfo: x"));
+  EXPECT_EQ(tracker_->NextProbe(), t1 + absl::Seconds(10));
+  EXPECT_THAT(tracker_->DueProbes(t1 + absl::Seconds(9)), IsEmpty());
+  tracker_->OnProbe({kGpu0}, ProbeResult::kPass, "", t1 + absl::Seconds(10));
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+}
+
+TEST_F(TrackerTest, NeedsResetWaitsForTheGpuToComeBack) {
+  tracker_->OnEvent(kGpu0, Xid(79), t0_);
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_THAT(Reason(Whole(kGpu0)),
+              HasSubstr("XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS, "
+                        "catalogue RESTART_BM => needs-reset); unhealthy "
+                        "until the GPU is reset"));
+  EXPECT_EQ(tracker_->NextProbe(), absl::InfiniteFuture());
+  // Answering without having been lost is no reset.
+  tracker_->OnGpuAnswers(kGpu0, t0_ + absl::Hours(2));
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  tracker_->OnGpuLost(kGpu0, "nvmlDeviceGetMemoryInfo: GPU is lost",
+                      t0_ + absl::Hours(2));
+  EXPECT_THAT(Reason(Whole(kGpu0)),
+              HasSubstr("GPU lost (nvmlDeviceGetMemoryInfo: GPU is lost); "
+                        "unhealthy until it answers again"));
+  tracker_->OnGpuAnswers(kGpu0, t0_ + absl::Hours(3));
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  EXPECT_EQ(changes_, 3);
+}
+
+TEST_F(TrackerTest, ExplicitResetClearsEveryUnitOfTheGpu) {
+  tracker_->OnEvent(kGpu0, Xid(48), t0_);
+  tracker_->OnEvent(kGpu0, Xid(94, 9, 0), t0_);
+  tracker_->OnEvent(kGpu1, Xid(48), t0_);
+  tracker_->OnReset(kGpu0, "it reappeared in discovery", t0_ + absl::Hours(1));
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  EXPECT_TRUE(Healthy(Mig(kGpu0, 9, 0)));
+  EXPECT_FALSE(Healthy(Whole(kGpu1)));
+  EXPECT_THAT(tracker_->DueProbes(t0_ + absl::Hours(2)), IsEmpty());
+}
+
+TEST_F(TrackerTest, EccEvents) {
+  tracker_->OnEvent(kGpu0, Ecc(false), t0_);
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  tracker_->OnEvent(kGpu0, Ecc(true), t0_);
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_THAT(Reason(Whole(kGpu0)),
+              HasSubstr("double-bit ECC error (as XID 48: "
+                        "ROBUST_CHANNEL_GPU_ECC_DBE, catalogue "
+                        "WORKFLOW_XID_48 => needs-reset)"));
+}
+
+TEST_F(TrackerTest, WorseEventUpgradesMilderDoesNot) {
+  tracker_->OnEvent(kGpu0, Xid(94), t0_);
+  tracker_->OnEvent(kGpu0, Xid(95), t0_ + absl::Seconds(1));
+  EXPECT_EQ(changes_, 2);
+  EXPECT_THAT(Reason(Whole(kGpu0)), HasSubstr("XID 95"));
+  EXPECT_EQ(tracker_->NextProbe(), absl::InfiniteFuture());
+  tracker_->OnEvent(kGpu0, Xid(94), t0_ + absl::Seconds(2));
+  EXPECT_EQ(changes_, 2);
+  EXPECT_THAT(Reason(Whole(kGpu0)), HasSubstr("XID 95"));
+}
+
+TEST_F(TrackerTest, MigEventsAffectOnlyTheirInstance) {
+  const Device mig9 = Mig(kGpu0, 9, 0), mig2 = Mig(kGpu0, 2, 0);
+  const Device mig3a = Mig(kGpu0, 3, 0), mig3b = Mig(kGpu0, 3, 1);
+  tracker_->OnEvent(kGpu0, Xid(94, 9, 0), t0_);
+  EXPECT_FALSE(Healthy(mig9));
+  EXPECT_THAT(Reason(mig9), HasSubstr("GPU instance 9 compute instance 0: "
+                                      "XID 94"));
+  EXPECT_TRUE(Healthy(mig2));
+  EXPECT_TRUE(Healthy(mig3a));
+  // A whole-GPU device holds every instance.
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_TRUE(Healthy(Whole(kGpu1)));
+  // All compute instances of GPU instance 3.
+  tracker_->OnEvent(kGpu0, Xid(94, 3, kAll), t0_);
+  EXPECT_FALSE(Healthy(mig3a));
+  EXPECT_FALSE(Healthy(mig3b));
+  EXPECT_TRUE(Healthy(mig2));
+  std::vector<ProbeTarget> due = tracker_->DueProbes(t0_ + absl::Minutes(1));
+  ASSERT_THAT(due, SizeIs(2));
+  for (const ProbeTarget& t : due) {
+    tracker_->OnProbe(t, ProbeResult::kPass, "", t0_ + absl::Minutes(1));
+  }
+  EXPECT_TRUE(Healthy(mig9));
+  EXPECT_TRUE(Healthy(mig3b));
+  // No instance named: the whole GPU and every MIG device.
+  tracker_->OnEvent(kGpu0, Xid(79), t0_ + absl::Minutes(2));
+  EXPECT_FALSE(Healthy(mig2));
+  EXPECT_FALSE(Healthy(mig9));
+}
+
+TEST_F(TrackerTest, WholeGpuReasonWinsOverInstanceOnes) {
+  tracker_->OnEvent(kGpu0, Xid(94, 9, 0), t0_);
+  tracker_->OnEvent(kGpu0, Xid(94), t0_);
+  EXPECT_THAT(Reason(Mig(kGpu0, 9, 0)), Not(HasSubstr("GPU instance")));
+}
+
+TEST_F(TrackerTest, GoneInstanceIsDropped) {
+  tracker_->OnEvent(kGpu0, Xid(94, 9, 0), t0_);
+  tracker_->OnProbe({kGpu0, 9, 0}, ProbeResult::kGone, "no MIG device",
+                    t0_ + absl::Minutes(1));
+  EXPECT_TRUE(Healthy(Mig(kGpu0, 9, 0)));
+}
+
+TEST_F(TrackerTest, LostDuringProbeMakesTheGpuLost) {
+  tracker_->OnEvent(kGpu0, Xid(94, 9, 0), t0_);
+  tracker_->OnProbe({kGpu0, 9, 0}, ProbeResult::kLost, "GPU is lost",
+                    t0_ + absl::Minutes(1));
+  EXPECT_FALSE(Healthy(Mig(kGpu0, 2, 0)));
+  EXPECT_THAT(Reason(Mig(kGpu0, 2, 0)), HasSubstr("GPU lost (GPU is lost)"));
+  // The instance's probe moved on: nothing is due at once.
+  EXPECT_THAT(tracker_->DueProbes(t0_ + absl::Minutes(1)), IsEmpty());
+  tracker_->OnGpuAnswers(kGpu0, t0_ + absl::Minutes(2));
+  EXPECT_TRUE(Healthy(Mig(kGpu0, 9, 0)));
+  EXPECT_TRUE(Healthy(Mig(kGpu0, 2, 0)));
+}
+
+TEST_F(TrackerTest, ReplicasAndResourcesShareTheUnit) {
+  tracker_->OnEvent(kGpu0, Xid(94), t0_);
+  const Device devices[] = {Whole(kGpu0), Whole(kGpu0, 0), Whole(kGpu0, 7)};
+  for (const Device& d : devices) {
+    EXPECT_FALSE(Healthy(d)) << d.id;
+    EXPECT_EQ(Reason(d), Reason(devices[0])) << d.id;
+  }
+  Device by_index = Whole(kGpu0);
+  by_index.id = "0";  // another resource advertising by index
+  EXPECT_FALSE(Healthy(by_index));
+  EXPECT_TRUE(Healthy(Mig(kGpu1, 9, 0, 3)));
+}
+
+TEST_F(TrackerTest, FlappingDoublesTheQuietPeriodUpToTheBound) {
+  HealthTrackerOptions o;
+  o.quiet_period = absl::Minutes(1);
+  o.max_quiet_period = absl::Minutes(5);
+  o.flap_window = absl::Minutes(30);
+  Make(XidPolicy(), o);
+  absl::Time t = t0_;
+  const absl::Duration want[] = {absl::Minutes(1), absl::Minutes(2),
+                                 absl::Minutes(4), absl::Minutes(5),
+                                 absl::Minutes(5)};
+  const char* reasons[] = {"held unhealthy for 1m",
+                           "held unhealthy for 2m: 2nd failure in 30m",
+                           "held unhealthy for 4m: 3rd failure in 30m",
+                           "held unhealthy for 5m: 4th failure in 30m",
+                           "held unhealthy for 5m: 5th failure in 30m"};
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE(i);
+    tracker_->OnEvent(kGpu0, Xid(94), t);
+    EXPECT_THAT(Reason(Whole(kGpu0)), HasSubstr(reasons[i]));
+    EXPECT_EQ(tracker_->NextProbe(), t + want[i]);
+    t += want[i];
+    tracker_->OnProbe({kGpu0}, ProbeResult::kPass, "", t);
+    ASSERT_TRUE(Healthy(Whole(kGpu0)));
+    t += absl::Seconds(1);
+  }
+  // Once the window holds no failure, the quiet period is back to the base.
+  t += absl::Minutes(31);
+  tracker_->OnEvent(kGpu0, Xid(94), t);
+  EXPECT_EQ(tracker_->NextProbe(), t + absl::Minutes(1));
+  EXPECT_THAT(Reason(Whole(kGpu0)), Not(HasSubstr("failure in")));
+}
+
+TEST_F(TrackerTest, LostAgainSoonAfterAResetIsHeld) {
+  tracker_->OnGpuLost(kGpu0, "GPU is lost", t0_);
+  tracker_->OnGpuAnswers(kGpu0, t0_ + absl::Minutes(1));
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  tracker_->OnGpuLost(kGpu0, "GPU is lost", t0_ + absl::Minutes(2));
+  tracker_->OnGpuAnswers(kGpu0, t0_ + absl::Minutes(3));
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_THAT(Reason(Whole(kGpu0)),
+              HasSubstr("after its 2nd failure in 10m; held unhealthy for 2m"));
+  EXPECT_EQ(tracker_->NextProbe(), t0_ + absl::Minutes(5));
+  tracker_->OnProbe({kGpu0}, ProbeResult::kPass, "", t0_ + absl::Minutes(5));
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+}
+
+TEST_F(TrackerTest, NvmlFailureMakesEveryDeviceUnhealthyUntilItWorks) {
+  tracker_->OnEvent(kGpu1, Xid(79), t0_);
+  tracker_->OnNvmlFailure("NVML event wait failed: Unknown Error", t0_);
+  tracker_->OnNvmlFailure("NVML failed: again", t0_);  // logged once
+  EXPECT_TRUE(tracker_->nvml_failed());
+  EXPECT_EQ(changes_, 2);
+  for (const Device& d : {Whole(kGpu0), Mig(kGpu0, 9, 0), Whole(kGpu1),
+                          Whole(GpuRef{"GPU-never-seen", 5})}) {
+    EXPECT_FALSE(Healthy(d)) << d.id;
+    EXPECT_EQ(Reason(d), "NVML event wait failed: Unknown Error");
+  }
+  tracker_->OnNvmlWorks(t0_ + absl::Seconds(5));
+  tracker_->OnNvmlWorks(t0_ + absl::Seconds(6));
+  EXPECT_EQ(changes_, 3);
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  EXPECT_FALSE(Healthy(Whole(kGpu1)));  // its own failure stays
+}
+
+TEST_F(TrackerTest, PolicyFromTheEnvironmentApplies) {
+  Make(XidPolicy::FromEnvironment("79", "13"), {});
+  tracker_->OnEvent(kGpu0, Xid(79), t0_);
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  tracker_->OnEvent(kGpu0, Xid(13), t0_);
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_THAT(Reason(Whole(kGpu0)),
+              HasSubstr("XID 13 (DP_ENABLE_HEALTHCHECKS; "));
+}
+
+TEST_F(TrackerTest, GpuRefsFromDiscovery) {
+  NodeGpus node;
+  node.gpus.resize(2);
+  node.gpus[0].uuid = "GPU-x";
+  node.gpus[0].index = 0;
+  node.gpus[1].uuid = "GPU-y";
+  node.gpus[1].index = 3;
+  std::vector<GpuRef> refs = GpuRefs(node);
+  ASSERT_THAT(refs, SizeIs(2));
+  EXPECT_EQ(refs[1].uuid, "GPU-y");
+  EXPECT_EQ(refs[1].index, 3u);
+}
+
+TEST_F(TrackerTest, ApplyHealthPublishesOneUpdatePerChange) {
+  DeviceSet set(
+      {Whole(kGpu0, 0), Whole(kGpu0, 1), Whole(kGpu1, 0), Whole(kGpu1, 1)});
+  int notified = 0;
+  set.Subscribe([&] { ++notified; });
+  EXPECT_FALSE(ApplyHealth(*tracker_, set));
+  tracker_->OnEvent(kGpu0, Xid(79), t0_);
+  EXPECT_TRUE(ApplyHealth(*tracker_, set));
+  EXPECT_EQ(notified, 1);
+  auto list = set.Get();
+  EXPECT_EQ(list->Find(kGpu0.uuid + "::0")->health, Health::kUnhealthy);
+  EXPECT_EQ(list->Find(kGpu0.uuid + "::1")->health, Health::kUnhealthy);
+  EXPECT_THAT(list->Find(kGpu0.uuid + "::1")->unhealthy_reason,
+              HasSubstr("XID 79"));
+  EXPECT_EQ(list->Find(kGpu1.uuid + "::0")->health, Health::kHealthy);
+  EXPECT_FALSE(ApplyHealth(*tracker_, set));
+  EXPECT_EQ(notified, 1);
+  tracker_->OnReset(kGpu0, "test", t0_ + absl::Hours(1));
+  EXPECT_TRUE(ApplyHealth(*tracker_, set));
+  EXPECT_EQ(set.Get()->Find(kGpu0.uuid + "::0")->unhealthy_reason, "");
+}
+
+}  // namespace
+}  // namespace gdp
