@@ -10,6 +10,8 @@
 #include "cdi/spec.h"
 #include "cdi/write_spec.h"
 #include "device/mig_caps.h"
+#include "health/apply.h"
+#include "health/xid_policy.h"
 #include "resources/resources.h"
 #include "util/logging.h"
 
@@ -73,6 +75,14 @@ absl::Status CheckReloadable(const Config& running, const Config& next) {
   return absl::OkStatus();
 }
 
+HealthTrackerOptions TrackerOptions(const Config& c) {
+  HealthTrackerOptions o;
+  o.quiet_period = c.health_quiet_period;
+  o.max_quiet_period = std::max(o.max_quiet_period, c.health_quiet_period);
+  o.probe_interval = c.health_probe_interval;
+  return o;
+}
+
 }  // namespace
 
 AllocatorOptions AllocatorOptionsFor(const Config& c, const Resource& r) {
@@ -92,15 +102,48 @@ AllocatorOptions AllocatorOptionsFor(const Config& c, const Resource& r) {
 Daemon::Daemon(const Nvml& nvml, Config config)
     : nvml_(nvml),
       config_(std::move(config)),
+      health_(XidPolicy::FromEnvironment(config_.disable_healthchecks,
+                                         config_.enable_healthchecks),
+              TrackerOptions(config_)),
       manager_(LifecycleOptions{.kubelet_socket = config_.kubelet_socket,
                                 .socket_name = "",
                                 .resource_name = ""}) {}
 
-Daemon::~Daemon() { manager_.StopAll(); }
+Daemon::~Daemon() {
+  if (monitor_ != nullptr) monitor_->Stop();
+  if (monitor_thread_.joinable()) monitor_thread_.join();
+  health_.SetOnChange(nullptr);
+  absl::MutexLock lock(&health_mu_);
+  manager_.StopAll();
+}
 
 absl::Status Daemon::Start(NodeGpus node) {
   node_ = std::move(node);
-  return Apply(config_, node_);
+  LOG_INFO("Health checks: {}", health_.policy().Describe());
+  health_.SetOnChange([this] { PushHealth(); });
+  if (absl::Status s = Apply(config_, node_); !s.ok()) return s;
+  if (!health_.policy().monitoring_disabled()) {
+    HealthMonitorOptions o;
+    o.sweep_interval = config_.health_probe_interval;
+    o.retry_interval = config_.health_probe_interval;
+    monitor_ =
+        std::make_unique<HealthMonitor>(nvml_, health_, GpuRefs(node_), o);
+    monitor_thread_ = std::thread([m = monitor_.get()] { m->Run(); });
+  }
+  return absl::OkStatus();
+}
+
+void Daemon::PushHealth() {
+  absl::MutexLock lock(&health_mu_);
+  PushHealthLocked();
+}
+
+void Daemon::PushHealthLocked() {
+  for (const std::string& name : manager_.Running()) {
+    if (DeviceSet* set = manager_.Devices(name); set != nullptr) {
+      ApplyHealth(health_, *set);
+    }
+  }
 }
 
 absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
@@ -130,13 +173,21 @@ absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
   }
   std::vector<PluginSpec> specs;
   for (Resource& r : *resources) {
+    for (Device& d : r.devices) {  // start with what health knows
+      DeviceHealth h = health_.HealthOf(d);
+      d.health = h.health;
+      d.unhealthy_reason = std::move(h.reason);
+    }
     PluginSpec s;
     s.allocator = AllocatorOptionsFor(c, r);
     s.policy = c.shared_allocation_policy;
     s.resource = std::move(r);
     specs.push_back(std::move(s));
   }
-  return manager_.Apply(std::move(specs));
+  absl::MutexLock lock(&health_mu_);
+  absl::Status applied = manager_.Apply(std::move(specs));
+  PushHealthLocked();  // catches changes made while building
+  return applied;
 }
 
 absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
@@ -163,6 +214,23 @@ absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
     (void)Apply(config_, node_);
     return s;
   }
+  if (loaded->disable_healthchecks != config_.disable_healthchecks ||
+      loaded->enable_healthchecks != config_.enable_healthchecks ||
+      loaded->health_quiet_period != config_.health_quiet_period ||
+      loaded->health_probe_interval != config_.health_probe_interval) {
+    LOG_WARN(
+        "Health check settings changed; they take effect when the "
+        "plugin restarts");
+  }
+  // A GPU that vanished from discovery and is back was reset.
+  for (const GpuRef& now : GpuRefs(*node)) {
+    bool before =
+        std::any_of(node_.gpus.begin(), node_.gpus.end(),
+                    [&](const GpuInfo& g) { return g.uuid == now.uuid; });
+    if (!before)
+      health_.OnReset(now, "it reappeared in discovery", absl::Now());
+  }
+  if (monitor_ != nullptr) monitor_->Watch(GpuRefs(*node));
   config_ = *loaded;
   node_ = *std::move(node);
   LOG_INFO("Config reloaded; serving {}",

@@ -1,12 +1,22 @@
 // The running plugin across config reloads: turns a validated Config and the
 // node's GPUs into the resources the kubelet sees (one plugin each) and the
-// CDI spec, and on reload changes only what the new config changes.
+// CDI spec, and on reload changes only what the new config changes. Owns
+// GPU health: one HealthTracker for its life (keyed by physical GPU, so
+// health survives reloads and kubelet restarts) and the HealthMonitor
+// thread that feeds it; every change is pushed into every resource.
 #ifndef GDP_CMD_DAEMON_H_
 #define GDP_CMD_DAEMON_H_
 
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "config/config.h"
 #include "device/gpu.h"
+#include "health/monitor.h"
+#include "health/tracker.h"
 #include "nvml/nvml.h"
 #include "plugin/manager.h"
 
@@ -18,11 +28,12 @@ class Daemon {
   // `nvml` must outlive the daemon. REQUIRES: Validate(config).ok().
   Daemon(const Nvml& nvml, Config config);
 
-  // Stops every plugin.
+  // Stops the health monitor, then every plugin.
   ~Daemon();
 
   // Builds the resources from `node`, writes the CDI spec (with a cdi-*
-  // device list strategy) and starts one plugin per resource.
+  // device list strategy), starts one plugin per resource and the health
+  // monitor (unless health checks are disabled).
   // Result on failure: what could not be built or written, naming it
   // (e.g. MIG single on a mixed node); nothing is served then.
   absl::Status Start(NodeGpus node);
@@ -35,16 +46,26 @@ class Daemon {
   absl::Status Reload(const absl::StatusOr<Config>& loaded);
 
   const Config& config() const { return config_; }
-  PluginManager& manager() { return manager_; }
 
  private:
   // Builds everything for `config` on `node` and applies it.
-  absl::Status Apply(const Config& config, const NodeGpus& node);
+  absl::Status Apply(const Config& config, const NodeGpus& node)
+      ABSL_LOCKS_EXCLUDED(health_mu_);
+  // Sets every running resource's device health from the tracker.
+  void PushHealth() ABSL_LOCKS_EXCLUDED(health_mu_);
+  void PushHealthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
 
   const Nvml& nvml_;
   Config config_;
   NodeGpus node_;
-  PluginManager manager_;
+  HealthTracker health_;
+  // Held while the manager applies resources and while health is pushed:
+  // a DeviceSet from PluginManager::Devices is valid until the next Apply.
+  // Never held while calling a mutating HealthTracker method.
+  absl::Mutex health_mu_;
+  PluginManager manager_;  // guarded by health_mu_ for Apply
+  std::unique_ptr<HealthMonitor> monitor_;
+  std::thread monitor_thread_;
 };
 
 // What Allocate answers for `resource` under `config`.

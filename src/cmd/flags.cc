@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -139,6 +140,24 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
             ->envname("SHARED_DEVICES_ALLOCATION_POLICY")
             ->check(CLI::IsMember(AllNames<SharedAllocationPolicy>())),
         Setting::kSharedAllocationPolicy);
+  track(app.add_option("--disable-healthchecks", c.disable_healthchecks,
+                       "health checks to turn off: all, xids, or XIDs to "
+                       "ignore besides the default ones (comma-separated)")
+            ->envname("DP_DISABLE_HEALTHCHECKS"),
+        Setting::kDisableHealthchecks);
+  track(app.add_option("--enable-healthchecks", c.enable_healthchecks,
+                       "XIDs to check even if ignored by default or by "
+                       "--disable-healthchecks (comma-separated)")
+            ->envname("DP_ENABLE_HEALTHCHECKS"),
+        Setting::kEnableHealthchecks);
+  std::string quiet = absl::FormatDuration(c.health_quiet_period);
+  app.add_option("--health-quiet-period", quiet,
+                 "how long a GPU with a recoverable XID stays unhealthy "
+                 "before it is probed (e.g. 60s, 2m)");
+  std::string probe = absl::FormatDuration(c.health_probe_interval);
+  app.add_option("--health-probe-interval", probe,
+                 "how often GPUs are probed for falling off the bus or "
+                 "coming back (e.g. 5s)");
   app.add_option("--cdi-spec-dir", c.cdi_spec_dir,
                  "where the CDI spec is written (cdi-* strategies)")
       ->envname("CDI_SPEC_DIR");
@@ -176,6 +195,18 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
     if (opt->count() > 0) out.explicit_settings.insert(setting);
   }
   c.nvml_retry_interval = absl::Seconds(retry_s);
+  for (auto [flag, text, dest] :
+       {std::tuple<const char*, const std::string&, absl::Duration*>{
+            "--health-quiet-period", quiet, &c.health_quiet_period},
+        {"--health-probe-interval", probe, &c.health_probe_interval}}) {
+    if (!absl::ParseDuration(text, dest) || *dest <= absl::ZeroDuration()) {
+      std::cerr << "gpu-device-plugin: " << flag
+                << ": must be a positive duration such as 30s or 2m, got '"
+                << text << "'\n";
+      out.exit_code = 2;
+      return out;
+    }
+  }
   c.device_id_strategy = Named<DeviceIdStrategy>(id_strategy);
   c.mig_strategy = Named<MigStrategy>(mig_strategy);
   c.shared_allocation_policy = Named<SharedAllocationPolicy>(policy);

@@ -23,14 +23,26 @@ ParsedFlags Parse(std::vector<const char*> args) {
 class FlagsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* v :
-         {"KUBELET_SOCKET", "NVIDIA_DRIVER_ROOT", "NVIDIA_DEV_ROOT",
-          "FAIL_ON_INIT_ERROR", "PASS_DEVICE_SPECS", "DEVICE_ID_STRATEGY",
-          "CONFIG_FILE", "MIG_STRATEGY", "DEVICE_LIST_STRATEGY",
-          "CDI_ANNOTATION_PREFIX", "DRIVER_ROOT_CTR_PATH",
-          "CONTAINER_DRIVER_ROOT", "MPS_ROOT",
-          "SHARED_DEVICES_ALLOCATION_POLICY", "CDI_SPEC_DIR", "PROC_ROOT",
-          "SYSFS_ROOT", "LOG_VERBOSITY"}) {
+    for (const char* v : {"KUBELET_SOCKET",
+                          "NVIDIA_DRIVER_ROOT",
+                          "NVIDIA_DEV_ROOT",
+                          "FAIL_ON_INIT_ERROR",
+                          "PASS_DEVICE_SPECS",
+                          "DEVICE_ID_STRATEGY",
+                          "CONFIG_FILE",
+                          "MIG_STRATEGY",
+                          "DEVICE_LIST_STRATEGY",
+                          "CDI_ANNOTATION_PREFIX",
+                          "DRIVER_ROOT_CTR_PATH",
+                          "CONTAINER_DRIVER_ROOT",
+                          "MPS_ROOT",
+                          "SHARED_DEVICES_ALLOCATION_POLICY",
+                          "CDI_SPEC_DIR",
+                          "PROC_ROOT",
+                          "DP_DISABLE_HEALTHCHECKS",
+                          "DP_ENABLE_HEALTHCHECKS",
+                          "SYSFS_ROOT",
+                          "LOG_VERBOSITY"}) {
       unsetenv(v);
     }
   }
@@ -206,7 +218,10 @@ TEST_F(FlagsTest, BadNewValuesAreUsageErrors) {
         {"--mps-root=relative"},
         {"--cdi-spec-dir=relative"},
         {"--proc-root=relative"},
-        {"--container-driver-root=relative"}}) {
+        {"--container-driver-root=relative"},
+        {"--disable-healthchecks=48,sometimes"},
+        {"--health-quiet-period=soon"},
+        {"--health-probe-interval=0s"}}) {
     ParsedFlags f = Parse(args);
     EXPECT_FALSE(f.config.has_value()) << args[0];
     EXPECT_EQ(f.exit_code, 2) << args[0];
@@ -288,6 +303,14 @@ TEST_F(FlagsTest, FlagBeatsEnvBeatsFileBeatsDefault) {
          return std::string(NameOf(c.shared_allocation_policy));
        },
        "distributed", "packed", "distributed", "packed"},
+      {Setting::kDisableHealthchecks, "health: {disableHealthchecks: 79}",
+       "DP_DISABLE_HEALTHCHECKS", "xids", "--disable-healthchecks=all",
+       [](const Config& c) { return c.disable_healthchecks; }, "", "79", "xids",
+       "all"},
+      {Setting::kEnableHealthchecks, "health: {enableHealthchecks: \"13,31\"}",
+       "DP_ENABLE_HEALTHCHECKS", "43", "--enable-healthchecks=45",
+       [](const Config& c) { return c.enable_healthchecks; }, "", "13,31", "43",
+       "45"},
   };
   // Every setting the file can give is covered.
   ASSERT_EQ(std::size(cases), std::size(kSettingNames));
@@ -298,8 +321,11 @@ TEST_F(FlagsTest, FlagBeatsEnvBeatsFileBeatsDefault) {
     ASSERT_TRUE(f.config.has_value());
     EXPECT_EQ(c.get(*f.config), c.want_default);
 
-    const std::string file =
-        WriteConfig(std::string("version: v1\nflags:\n  ") + c.file + "\n");
+    const std::string snippet = c.file;
+    const std::string file = WriteConfig((snippet.rfind("health:", 0) == 0
+                                              ? "version: v1\n"
+                                              : "version: v1\nflags:\n  ") +
+                                         snippet + "\n");
     setenv("CONFIG_FILE", file.c_str(), 1);
     f = Parse({});
     ASSERT_TRUE(f.config.has_value());

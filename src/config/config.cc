@@ -1,10 +1,14 @@
 #include "config/config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "config/names.h"
 
 namespace gdp {
@@ -296,6 +300,23 @@ absl::Status Validate(const Config& c,
     return s;
   }
   if (absl::Status s = ValidateSharing(c, check); !s.ok()) return s;
+  for (auto [path, text] :
+       {std::pair<const char*, const std::string&>{"health.disableHealthchecks",
+                                                   c.disable_healthchecks},
+        {"health.enableHealthchecks", c.enable_healthchecks}}) {
+    for (absl::string_view entry : absl::StrSplit(text, ',')) {
+      std::string e = absl::AsciiStrToLower(absl::StripAsciiWhitespace(entry));
+      uint64_t xid = 0;
+      bool number = !e.empty() &&
+                    std::all_of(e.begin(), e.end(), absl::ascii_isdigit) &&
+                    absl::SimpleAtoi(e, &xid);
+      if (!e.empty() && e != "all" && e != "xids" && !number) {
+        return check.Error(path,
+                           absl::StrCat("'", absl::StripAsciiWhitespace(entry),
+                                        "' is not all, xids or an XID number"));
+      }
+    }
+  }
   if (c.gfd.sleep_interval <= absl::ZeroDuration()) {
     return check.Error("flags.gfd.sleepInterval", "must be positive");
   }

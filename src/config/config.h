@@ -127,6 +127,16 @@ struct Config {
   // <proc_root>/driver/nvidia-caps/mig-minors.
   std::string proc_root = "/proc";
   GfdConfig gfd;  // flags.gfd of the config file
+  // Health checks, as NVIDIA's DP_DISABLE_HEALTHCHECKS (`all`, `xids`, or
+  // XIDs to ignore besides the default ones) and DP_ENABLE_HEALTHCHECKS
+  // (XIDs to check even if ignored); comma-separated.
+  std::string disable_healthchecks;
+  std::string enable_healthchecks;
+  // How long a GPU with a recoverable failure stays unhealthy before it is
+  // probed (doubling with each further failure within 10 minutes, up to an
+  // hour), and how often GPUs are probed for being lost or back.
+  absl::Duration health_quiet_period = absl::Seconds(60);
+  absl::Duration health_probe_interval = absl::Seconds(5);
 
   const std::string& DevRoot() const {
     return dev_root.empty() ? driver_root : dev_root;
@@ -147,6 +157,8 @@ enum class Setting {
   kCdiAnnotationPrefix,
   kContainerDriverRoot,
   kSharedAllocationPolicy,
+  kDisableHealthchecks,
+  kEnableHealthchecks,
 };
 
 struct SettingName {
@@ -174,6 +186,10 @@ inline constexpr SettingName kSettingNames[] = {
      "flags.plugin.containerDriverRoot"},
     {Setting::kSharedAllocationPolicy, "--shared-devices-allocation-policy",
      "flags.plugin.sharedDevicesAllocationPolicy"},
+    {Setting::kDisableHealthchecks, "--disable-healthchecks",
+     "health.disableHealthchecks"},
+    {Setting::kEnableHealthchecks, "--enable-healthchecks",
+     "health.enableHealthchecks"},
 };
 
 // The name `r` is advertised under: its rename if set, else

@@ -101,6 +101,7 @@ class Parser {
   bool Enum(const Field& f, std::optional<E>* out);
   // A bool that must be false: the feature it enables is not ours.
   bool UnsupportedBool(const Field& f);
+  bool XidList(const Field& f, std::optional<std::string>* out);
 
   bool Flags(const Field& f);
   bool PluginFlags(const Field& f);
@@ -265,7 +266,32 @@ bool Parser::Document(const YAML::Node& root) {
            }},
           {"sharing", [&](const Field& f) { return SharingSection(f); }},
           {"imex", [&](const Field& f) { return Imex(f); }},
+          {"health",
+           [&](const Field& f) {
+             return Mapping(
+                 f, {
+                        {"disableHealthchecks",
+                         [&](const Field& x) {
+                           return XidList(x, &out_->disable_healthchecks);
+                         }},
+                        {"enableHealthchecks",
+                         [&](const Field& x) {
+                           return XidList(x, &out_->enable_healthchecks);
+                         }},
+                    });
+           }},
       });
+}
+
+// A health check list: a string, or one number (an XID) written bare.
+bool Parser::XidList(const Field& f, std::optional<std::string>* out) {
+  int xid = 0;
+  if (f.node.IsScalar() && IsPlain(f.node) &&
+      absl::SimpleAtoi(f.node.Scalar(), &xid)) {
+    *out = f.node.Scalar();
+    return true;
+  }
+  return String(f, out);
 }
 
 bool Parser::Flags(const Field& f) {

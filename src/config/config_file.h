@@ -17,6 +17,10 @@
 //   flags.gfd.{oneshot, noTimestamp}              bool
 //   flags.gfd.sleepInterval      Go duration ("60s"), nanoseconds, "infinite"
 //   flags.gfd.{outputFile, machineTypeFile}       path
+//   health.disableHealthchecks   as DP_DISABLE_HEALTHCHECKS: all | xids |
+//                                XIDs, comma-separated (a number alone too)
+//   health.enableHealthchecks    as DP_ENABLE_HEALTHCHECKS (ours: NVIDIA
+//                                has no health section)
 //   resources.gpus, resources.mig  [{pattern, name}], both required
 //   sharing.timeSlicing | sharing.mps  (at most one):
 //     renameByDefault, failRequestsGreaterThanOne  bool
@@ -73,6 +77,9 @@ struct ConfigFile {
   std::optional<std::string> cdi_annotation_prefix;
   std::optional<std::string> container_driver_root;
   std::optional<SharedAllocationPolicy> shared_allocation_policy;
+  // health
+  std::optional<std::string> disable_healthchecks;
+  std::optional<std::string> enable_healthchecks;
   // flags.gfd
   std::optional<bool> gfd_oneshot;
   std::optional<bool> gfd_no_timestamp;

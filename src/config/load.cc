@@ -42,6 +42,10 @@ void Apply(const ConfigFile& f, const ExplicitSettings& given, Config& c) {
        &c.container_driver_root);
   Take(f.shared_allocation_policy, Setting::kSharedAllocationPolicy, given,
        &c.shared_allocation_policy);
+  Take(f.disable_healthchecks, Setting::kDisableHealthchecks, given,
+       &c.disable_healthchecks);
+  Take(f.enable_healthchecks, Setting::kEnableHealthchecks, given,
+       &c.enable_healthchecks);
   Take(f.gfd_oneshot, &c.gfd.oneshot);
   Take(f.gfd_no_timestamp, &c.gfd.no_timestamp);
   Take(f.gfd_sleep_interval, &c.gfd.sleep_interval);

@@ -119,8 +119,19 @@ void PluginLifecycle::Step(absl::Duration max_wait) {
 
   if (restart_requested_.exchange(false)) ServeAndRegisterAnew(true);
   if (ev.own_socket_removed && server_ != nullptr && !server_->SocketIntact()) {
-    LOG_WARN("{} was removed (kubelet restart?); serving again", socket_path_);
-    ServeAndRegisterAnew(true);
+    if (SomethingListens(socket_path_)) {
+      // Another process took the path: do not fight over it (StartServer
+      // waits with backoff until it is free).
+      LOG_ERROR("{} was taken over by another process; waiting for it",
+                socket_path_);
+      server_.reset();
+      registered_ = false;
+      Retry("serving");
+    } else {
+      LOG_WARN("{} was removed (kubelet restart?); serving again",
+               socket_path_);
+      ServeAndRegisterAnew(true);
+    }
   }
   if (ev.kubelet_socket_created && registered_ &&
       GetFileId(options_.kubelet_socket) == registered_kubelet_) {

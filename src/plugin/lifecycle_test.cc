@@ -72,6 +72,35 @@ TEST_F(LifecycleTest, StepServesAndRegisters) {
   EXPECT_TRUE(req.options().get_preferred_allocation_available());
 }
 
+// Two instances on one socket (e.g. a rolling update with surge): the
+// second does not take the socket over while the first serves it, and
+// takes over once the first is gone.
+TEST_F(LifecycleTest, SecondInstanceWaitsInsteadOfFighting) {
+  TestKubelet kubelet(dir_);
+  StartRunning();
+  ASSERT_TRUE(Eventually([&] { return lifecycle_->registered(); }));
+  auto second = PluginLifecycle::Create(
+      {.kubelet_socket = (dir_ / "kubelet.sock").string(),
+       .socket_name = "test.sock",
+       .resource_name = "example.com/dev",
+       .initial_backoff = absl::Milliseconds(20),
+       .max_backoff = absl::Milliseconds(80)},
+      [this] {
+        return std::make_unique<DevicePluginService>(devices_, allocator_);
+      });
+  ASSERT_TRUE(second.ok());
+  std::thread runner([&] { (*second)->Run(); });
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_FALSE((*second)->registered());
+  EXPECT_TRUE(lifecycle_->registered());
+  EXPECT_EQ(kubelet.registered(), 1) << "no ping-pong of registrations";
+
+  StopRunning();  // the first instance goes away and removes its socket
+  EXPECT_TRUE(Eventually([&] { return (*second)->registered(); }));
+  (*second)->Stop();
+  runner.join();
+}
+
 TEST_F(LifecycleTest, WaitsForAbsentKubeletThenRegisters) {
   lifecycle_->Step(absl::ZeroDuration());
   EXPECT_TRUE(OurSocketExists());  // serving before the kubelet exists

@@ -1,5 +1,7 @@
 #include "plugin/plugin_server.h"
 
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,8 +11,27 @@
 #include "absl/strings/str_cat.h"
 
 namespace gdp {
+
+bool SomethingListens(const std::string& socket_path) {
+  sockaddr_un addr{};
+  if (socket_path.size() >= sizeof(addr.sun_path)) return false;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int r = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  bool listening = r == 0 || errno == EAGAIN || errno == EINPROGRESS;
+  close(fd);
+  return listening;
+}
+
 absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
     const std::string& socket_path, std::unique_ptr<grpc::Service> service) {
+  if (SomethingListens(socket_path)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "another process is serving ", socket_path,
+        " (a second instance of the plugin?); not taking it over"));
+  }
   if (unlink(socket_path.c_str()) != 0 && errno != ENOENT) {
     return absl::UnavailableError(absl::StrCat(
         "cannot remove stale ", socket_path, ": ", std::strerror(errno)));

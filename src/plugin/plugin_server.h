@@ -13,11 +13,16 @@
 
 namespace gdp {
 
+// Whether a process accepts connections on the unix socket `socket_path`.
+bool SomethingListens(const std::string& socket_path);
+
 // Not thread-safe: owned by one lifecycle loop.
 class PluginServer {
  public:
-  // Removes whatever is at `socket_path` (a stale socket of ours), then
-  // serves `service` there. Result on failure: Unavailable naming the path.
+  // Removes whatever is at `socket_path` (a stale socket), then serves
+  // `service` there. Result on failure: FailedPrecondition if another
+  // process is serving that socket (it is left alone), Unavailable naming
+  // the path if it cannot be served.
   static absl::StatusOr<std::unique_ptr<PluginServer>> Start(
       const std::string& socket_path, std::unique_ptr<grpc::Service> service);
 

@@ -87,7 +87,8 @@ class E2ETest : public ::testing::Test {
     plugin_ = std::make_unique<Subprocess>(
         SpawnOptions{.argv = argv,
                      .env = {{"LD_LIBRARY_PATH", GDP_FAKE_NVML_LIBDIR},
-                             {"FAKE_NVML_MACHINE", Machine(machine)}},
+                             {"FAKE_NVML_MACHINE", Machine(machine)},
+                             {"FAKE_NVML_CONTROL", ControlFile()}},
                      .unset_env = unset,
                      .stderr_path = (dir_ / "plugin.err").string()});
   }
@@ -124,6 +125,14 @@ class E2ETest : public ::testing::Test {
                  e.value("resource", "") == resource;
         },
         timeout);
+  }
+
+  // The fake NVML's control file (fault injection) for the plugin.
+  std::string ControlFile() { return (dir_ / "control").string(); }
+
+  // Appends one command to the control file, e.g. "xid 3 48".
+  void Control(const std::string& command) {
+    std::ofstream(ControlFile(), std::ios::app) << command << "\n";
   }
 
   // Writes the config file (config.yaml in the test directory) atomically.
