@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-bench -j"$(nproc)" --target plugin_bench gpu-device-plugin fake_nvml fake-nvml
+cmake --build build-bench -j"$(nproc)" --target plugin_bench health_bench gpu-device-plugin fake_nvml fake-nvml
 bench() {
   build-bench/bench/plugin_bench --plugin build-bench/src/gpu-device-plugin \
     --fake-lib build-bench/fake_nvml/lib --rootfs-tool build-bench/fake_nvml/fake-nvml "$@"
@@ -17,6 +17,13 @@ trap 'rm -f "$config"' EXIT
 printf 'version: v1\nflags:\n  migStrategy: single\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 64\n' >"$config"
 large=$(bench --machine fake_nvml/machines/hgx-h100-mig7.yaml --request 1 \
   --plugin-arg=--config-file="$config" --plugin-arg=--proc-root={root}/proc "$@")
+hbench() {
+  build-bench/bench/health_bench --plugin build-bench/src/gpu-device-plugin \
+    --fake-lib build-bench/fake_nvml/lib --rootfs-tool build-bench/fake_nvml/fake-nvml "$@"
+}
+health_small=$(hbench --machine fake_nvml/machines/dgx-a100.yaml)
+health_large=$(hbench --machine fake_nvml/machines/hgx-h100-mig7.yaml \
+  --plugin-arg=--config-file="$config" --plugin-arg=--proc-root={root}/proc)
 cat > bench/RESULTS.md <<EOT
 # Benchmark results
 
@@ -37,5 +44,20 @@ $small
 ## 3,584 devices: 8 GPUs x 7 MIG 1g.10gb x 64 replicas (\`fake_nvml/machines/hgx-h100-mig7.yaml\`, MIG single, time-slicing 64), Allocate of 1 replica
 
 $large
+
+## GPU health: XID event to ListAndWatch
+
+\`health_bench\` starts the plugin 25 times; each time it opens ListAndWatch
+on the plugin's socket and appends a needs-reset XID (48) for every GPU in
+turn to the fake NVML's control file, timing from the append to the client
+holding the list that shows that GPU's devices unhealthy.
+
+8 GPUs (\`dgx-a100\`):
+
+$health_small
+
+3,584 devices (as above):
+
+$health_large
 EOT
 cat bench/RESULTS.md
