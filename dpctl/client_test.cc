@@ -169,8 +169,8 @@ TEST_F(StatusClientTest, StatusPrintsEveryDevice) {
   EXPECT_EQ(RunStatus(config_, text, err_), kExitOk);
   EXPECT_EQ(text.str(),
             "status example.com/gpu: 1/2 healthy\n"
-            "  g0 (Healthy, gpu 0 g0)\n"
-            "  g1 (Unhealthy, gpu 0 g1): XID 48 (double-bit ECC); until the "
+            "  g0 (Healthy, gpu 0)\n"
+            "  g1 (Unhealthy, gpu 0): XID 48 (double-bit ECC); until the "
             "GPU is reset\n");
   EXPECT_EQ(err_.str(), "");
 }

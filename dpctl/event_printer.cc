@@ -63,8 +63,9 @@ std::string DevicesText(const Json& event) {
   return text;
 }
 
-// "<id> (<health>[, numa N], gpu <index> <uuid>[, mig gi G ci C]
-// [, replica K of <unit>| , unit <unit>])[: <reason>]" per device.
+// "<id> (<health>[, numa N], gpu <index>[ <uuid>][, mig gi G ci C]
+// [, replica K of <unit> | , unit <unit>])[: <reason>]" per device; the unit
+// only where it is not the ID, the UUID only where it is not the unit.
 std::string StatusEventText(const Json& event) {
   std::string text = absl::StrCat(Head(event), ": ", Str(event, "healthy"), "/",
                                   Str(event, "total"), " healthy");
@@ -73,13 +74,16 @@ std::string StatusEventText(const Json& event) {
     if (d.contains("numa_node")) {
       absl::StrAppend(&item, ", numa ", Str(d, "numa_node"));
     }
-    absl::StrAppend(&item, ", gpu ", Str(d, "gpu_index"), " ",
-                    Str(d, "gpu_uuid"));
+    // The GPU's UUID unless the unit (shown below) is the GPU itself.
+    const std::string unit = Str(d, "visible_id");
+    absl::StrAppend(&item, ", gpu ", Str(d, "gpu_index"));
+    if (Str(d, "gpu_uuid") != unit) {
+      absl::StrAppend(&item, " ", Str(d, "gpu_uuid"));
+    }
     if (d.contains("mig_gi")) {
       absl::StrAppend(&item, ", mig gi ", Str(d, "mig_gi"), " ci ",
                       Str(d, "mig_ci"));
     }
-    const std::string unit = Str(d, "visible_id");
     if (d.contains("replica")) {
       absl::StrAppend(&item, ", replica ", Str(d, "replica"), " of ", unit);
     } else if (unit != Str(d, "id")) {

@@ -126,11 +126,11 @@ TEST(EventPrinterTest, StatusEventShowsUnitAndReason) {
             R"("gpu_index":3,"gpu_uuid":"GPU-d"}],"total":4,"healthy":3})");
   EXPECT_EQ(EventText(event),
             "status nvidia.com/gpu: 3/4 healthy\n"
-            "  GPU-a (Healthy, numa 1, gpu 0 GPU-a)\n"
-            "  GPU-b::1 (Unhealthy, gpu 1 GPU-b, replica 1 of GPU-b): "
+            "  GPU-a (Healthy, numa 1, gpu 0)\n"
+            "  GPU-b::1 (Unhealthy, gpu 1, replica 1 of GPU-b): "
             "XID 48 (x); until reset\n"
             "  MIG-c (Healthy, gpu 2 GPU-c, mig gi 3 ci 0)\n"
-            "  3 (Healthy, gpu 3 GPU-d, unit GPU-d)");
+            "  3 (Healthy, gpu 3, unit GPU-d)");
 }
 
 TEST(EventPrinterTest, RegisterEventCarriesTheReason) {
