@@ -70,6 +70,7 @@ TEST(CliTest, UsageErrorsExit64) {
       {},
       {"frob"},
       {"list"},
+      {"status"},
       {"kubelet"},
       {"kubelet", "--dir", "/tmp/x", "--allocate", "nvidia.com/gpu"},
       {"kubelet", "--dir", "/tmp/x", "--exit-after-allocate"},

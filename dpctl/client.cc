@@ -1,9 +1,12 @@
 #include "client.h"
 
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "events.h"
 #include "plugin_client.h"
@@ -58,11 +61,30 @@ int RunList(const ClientConfig& config, bool watch,
       watch ? (watch_for ? absl::Now() + *watch_for : absl::InfiniteFuture())
             : absl::Now() + config.timeout;
   int messages = 0;
+  // Reasons come from our DeviceStatus service, asked after each list; a
+  // plugin without it (UNIMPLEMENTED) is listed as the kubelet sees it.
+  bool ask_status = true;
   absl::Status status = (*client)->ListAndWatch(
       [&](const v1beta1::ListAndWatchResponse& message) {
-        printer.Emit(DevicesEvent(
-            "", std::vector<v1beta1::Device>(message.devices().begin(),
-                                             message.devices().end())));
+        std::optional<status::v1::ListResponse> reasons;
+        if (ask_status) {
+          absl::StatusOr<status::v1::ListResponse> answer =
+              (*client)->ListStatus();
+          if (answer.ok()) {
+            reasons = *std::move(answer);
+          } else {
+            ask_status = false;
+            if (!absl::IsUnimplemented(answer.status())) {
+              err << "warning: listing without health reasons: "
+                  << StatusText(answer.status()) << std::endl;
+            }
+          }
+        }
+        printer.Emit(
+            DevicesEvent("",
+                         std::vector<v1beta1::Device>(message.devices().begin(),
+                                                      message.devices().end()),
+                         reasons.has_value() ? &*reasons : nullptr));
         ++messages;
         return watch;
       },
@@ -79,6 +101,30 @@ int RunList(const ClientConfig& config, bool watch,
   }
   PrintError(config, status, out, err);
   return kExitRpcError;
+}
+
+int RunStatus(const ClientConfig& config, std::ostream& out,
+              std::ostream& err) {
+  absl::StatusOr<std::shared_ptr<PluginClient>> client = Connect(config);
+  if (!client.ok()) {
+    PrintError(config, client.status(), out, err);
+    return kExitConnectError;
+  }
+  absl::StatusOr<status::v1::ListResponse> answer = (*client)->ListStatus();
+  if (!answer.ok()) {
+    absl::Status error = answer.status();
+    if (absl::IsUnimplemented(error)) {
+      error = absl::UnimplementedError(absl::StrCat(
+          (*client)->target(),
+          " does not serve gdp.status.v1.DeviceStatus (a plugin with only "
+          "the kubelet's API?); `dpctl list` shows its devices"));
+    }
+    PrintError(config, error, out, err);
+    return kExitRpcError;
+  }
+  EventPrinter printer(&out, config.format);
+  printer.Emit(StatusEvent(*answer));
+  return kExitOk;
 }
 
 int RunAllocate(const ClientConfig& config,

@@ -1,5 +1,5 @@
-// `dpctl list`, `dpctl allocate` and `dpctl preferred`: one-shot calls to a
-// device plugin's socket, printing the answers.
+// `dpctl list`, `dpctl status`, `dpctl allocate` and `dpctl preferred`:
+// one-shot calls to a device plugin's socket, printing the answers.
 #ifndef GDP_DPCTL_CLIENT_H_
 #define GDP_DPCTL_CLIENT_H_
 
@@ -36,9 +36,18 @@ struct ClientConfig {
 // devices event. With `watch`, prints every message until the stream ends
 // (then a stream_closed event with error "EOF", exit 0) or `watch_for`
 // passes (exit 0); a stream ending with an error exits kExitRpcError.
+// After each message it asks the plugin's DeviceStatus service and gives
+// every device its reason (DevicesEvent); a plugin that does not serve it
+// (UNIMPLEMENTED) is listed without reasons, and any other failure of it
+// prints a warning to `err` and lists without reasons from then on.
 int RunList(const ClientConfig& config, bool watch,
             std::optional<absl::Duration> watch_for, std::ostream& out,
             std::ostream& err);
+
+// Prints the plugin's DeviceStatus.List answer as a status event (health,
+// reason and physical unit of each device). A plugin that does not serve
+// DeviceStatus fails with UNIMPLEMENTED (kExitRpcError).
+int RunStatus(const ClientConfig& config, std::ostream& out, std::ostream& err);
 
 // Sends one Allocate with one container request per element of
 // `containers` and prints the response: JSON

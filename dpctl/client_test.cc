@@ -9,6 +9,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "test_support.h"
 
@@ -17,6 +18,7 @@ namespace {
 
 using ::gdp::dpctl::testing::FakePlugin;
 using ::gdp::dpctl::testing::MakeDevice;
+using ::gdp::dpctl::testing::MakeStatusDevice;
 using ::gdp::dpctl::testing::TempDir;
 
 class ClientTest : public ::testing::Test {
@@ -85,6 +87,104 @@ TEST_F(ClientTest, WatchEndsAtTheTimeout) {
             kExitOk);
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(250));
   EXPECT_EQ(out_.str().find("stream_closed"), std::string::npos);
+}
+
+// A plugin serving both the kubelet's API and DeviceStatus, as ours does.
+class StatusClientTest : public ClientTest {
+ protected:
+  void SetUp() override {
+    ClientTest::SetUp();
+    status::v1::ListResponse status;
+    status.set_resource_name("example.com/gpu");
+    *status.add_devices() = MakeStatusDevice("g0");
+    *status.add_devices() = MakeStatusDevice(
+        "g1", "Unhealthy", "XID 48 (double-bit ECC); until the GPU is reset");
+    both_ = std::make_unique<FakePlugin>(dir_.File("both.sock"));
+    both_->SetDevices(
+        {MakeDevice("g0", "Healthy", {0}), MakeDevice("g1", "Unhealthy")});
+    both_->ServeStatus(status);
+    ASSERT_TRUE(both_->Start());
+    config_.socket = dir_.File("both.sock");
+  }
+
+  std::unique_ptr<FakePlugin> both_;
+};
+
+TEST_F(StatusClientTest, ListShowsTheReasonOfEachDevice) {
+  EXPECT_EQ(RunList(config_, false, std::nullopt, out_, err_), kExitOk);
+  EXPECT_EQ(out_.str(), R"({"event":"options","pre_start_required":false,)"
+                        R"("get_preferred_allocation_available":false})"
+                        "\n"
+                        R"({"event":"devices","devices":[)"
+                        R"({"id":"g0","health":"Healthy","reason":"",)"
+                        R"("numa":[0]},)"
+                        R"({"id":"g1","health":"Unhealthy","reason":)"
+                        R"("XID 48 (double-bit ECC); until the GPU is reset",)"
+                        R"("numa":[]}],"total":2,"healthy":1})"
+                        "\n");
+  EXPECT_EQ(err_.str(), "");
+
+  config_.format = OutputFormat::kText;
+  std::ostringstream text;
+  EXPECT_EQ(RunList(config_, false, std::nullopt, text, err_), kExitOk);
+  EXPECT_EQ(text.str(),
+            "options: pre_start_required=false "
+            "get_preferred_allocation_available=false\n"
+            "devices: 1/2 healthy\n  g0 (Healthy, numa 0)\n"
+            "  g1 (Unhealthy): XID 48 (double-bit ECC); until the GPU is "
+            "reset\n");
+}
+
+TEST_F(StatusClientTest, WatchAsksForReasonsWithEveryList) {
+  std::thread changer([this] {
+    absl::SleepFor(absl::Milliseconds(200));
+    status::v1::ListResponse status;
+    *status.add_devices() = MakeStatusDevice("g2", "Unhealthy", "GPU lost");
+    both_->ServeStatus(status);
+    both_->SetDevices({MakeDevice("g2", "Unhealthy")});
+    absl::SleepFor(absl::Milliseconds(200));
+    both_->Stop();
+  });
+  EXPECT_EQ(RunList(config_, true, std::nullopt, out_, err_), kExitOk);
+  changer.join();
+  EXPECT_NE(out_.str().find(R"({"id":"g2","health":"Unhealthy",)"
+                            R"("reason":"GPU lost","numa":[]})"),
+            std::string::npos)
+      << out_.str();
+}
+
+TEST_F(StatusClientTest, StatusPrintsEveryDevice) {
+  EXPECT_EQ(RunStatus(config_, out_, err_), kExitOk);
+  EXPECT_EQ(out_.str(),
+            R"({"event":"status","resource":"example.com/gpu","devices":[)"
+            R"({"id":"g0","health":"Healthy","reason":"",)"
+            R"("visible_id":"g0","gpu_index":0,"gpu_uuid":"g0"},)"
+            R"({"id":"g1","health":"Unhealthy","reason":)"
+            R"("XID 48 (double-bit ECC); until the GPU is reset",)"
+            R"("visible_id":"g1","gpu_index":0,"gpu_uuid":"g1"}],)"
+            R"("total":2,"healthy":1})"
+            "\n");
+  config_.format = OutputFormat::kText;
+  std::ostringstream text;
+  EXPECT_EQ(RunStatus(config_, text, err_), kExitOk);
+  EXPECT_EQ(text.str(),
+            "status example.com/gpu: 1/2 healthy\n"
+            "  g0 (Healthy, gpu 0)\n"
+            "  g1 (Unhealthy, gpu 0): XID 48 (double-bit ECC); until the "
+            "GPU is reset\n");
+  EXPECT_EQ(err_.str(), "");
+}
+
+// A plugin with only the kubelet's API: `list` is unchanged (the exact
+// output tests above), `status` says what is missing.
+TEST_F(ClientTest, StatusOfAPlainPluginIsUnimplemented) {
+  config_.format = OutputFormat::kText;
+  EXPECT_EQ(RunStatus(config_, out_, err_), kExitRpcError);
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(err_.str(), "error: UNIMPLEMENTED: unix:" + dir_.File("p.sock") +
+                            " does not serve gdp.status.v1.DeviceStatus (a "
+                            "plugin with only the kubelet's API?); `dpctl "
+                            "list` shows its devices\n");
 }
 
 TEST_F(ClientTest, AllocatePrintsEveryContainer) {

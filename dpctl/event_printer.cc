@@ -53,10 +53,47 @@ std::string DevicesText(const Json& event) {
       for (const Json& n : Field(d, "numa")) nodes.push_back(n.dump());
       absl::StrAppend(&item, ", numa ", absl::StrJoin(nodes, ","));
     }
-    items.push_back(item + ")");
+    absl::StrAppend(&item, ")");
+    const std::string reason = Str(d, "reason");
+    if (!reason.empty()) absl::StrAppend(&item, ": ", reason);
+    items.push_back(item);
   }
   // One device per line: a node has up to thousands of them.
   for (const std::string& item : items) absl::StrAppend(&text, "\n  ", item);
+  return text;
+}
+
+// "<id> (<health>[, numa N], gpu <index>[ <uuid>][, mig gi G ci C]
+// [, replica K of <unit> | , unit <unit>])[: <reason>]" per device; the unit
+// only where it is not the ID, the UUID only where it is not the unit.
+std::string StatusEventText(const Json& event) {
+  std::string text = absl::StrCat(Head(event), ": ", Str(event, "healthy"), "/",
+                                  Str(event, "total"), " healthy");
+  for (const Json& d : Field(event, "devices")) {
+    std::string item = absl::StrCat(Str(d, "id"), " (", Str(d, "health"));
+    if (d.contains("numa_node")) {
+      absl::StrAppend(&item, ", numa ", Str(d, "numa_node"));
+    }
+    // The GPU's UUID unless the unit (shown below) is the GPU itself.
+    const std::string unit = Str(d, "visible_id");
+    absl::StrAppend(&item, ", gpu ", Str(d, "gpu_index"));
+    if (Str(d, "gpu_uuid") != unit) {
+      absl::StrAppend(&item, " ", Str(d, "gpu_uuid"));
+    }
+    if (d.contains("mig_gi")) {
+      absl::StrAppend(&item, ", mig gi ", Str(d, "mig_gi"), " ci ",
+                      Str(d, "mig_ci"));
+    }
+    if (d.contains("replica")) {
+      absl::StrAppend(&item, ", replica ", Str(d, "replica"), " of ", unit);
+    } else if (unit != Str(d, "id")) {
+      absl::StrAppend(&item, ", unit ", unit);
+    }
+    absl::StrAppend(&item, ")");
+    const std::string reason = Str(d, "reason");
+    if (!reason.empty()) absl::StrAppend(&item, ": ", reason);
+    absl::StrAppend(&text, "\n  ", item);
+  }
   return text;
 }
 
@@ -105,6 +142,7 @@ std::string EventText(const Json& event) {
         Str(event, "get_preferred_allocation_available"));
   }
   if (kind == "devices") return DevicesText(event);
+  if (kind == "status") return StatusEventText(event);
   if (kind == "stream_closed") {
     return absl::StrCat(Head(event), ": ", Str(event, "error"));
   }

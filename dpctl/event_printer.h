@@ -13,8 +13,11 @@ namespace gdp::dpctl {
 
 enum class OutputFormat { kText, kJson };
 
-// The one-line human-readable form of an event built by events.h, e.g.
-//   devices nvidia.com/gpu: 1/2 healthy: GPU-0 (Healthy, numa 0), ...
+// The human-readable form of an event built by events.h: one line, or for
+// device lists a head line and one indented line per device, e.g.
+//   devices nvidia.com/gpu: 1/2 healthy
+//     GPU-0 (Healthy, numa 0)
+//     GPU-1 (Unhealthy, numa 1): XID 48 (...); unhealthy until the GPU ...
 // Unknown events print as their JSON. Thread-safe (pure function).
 std::string EventText(const Json& event);
 

@@ -11,6 +11,7 @@ namespace gdp::dpctl {
 namespace {
 
 using ::gdp::dpctl::testing::MakeDevice;
+using ::gdp::dpctl::testing::MakeStatusDevice;
 
 v1beta1::ContainerAllocateResponse SampleResponse() {
   v1beta1::ContainerAllocateResponse r;
@@ -58,6 +59,78 @@ TEST(EventPrinterTest, JsonLinesKeepFieldOrder) {
       R"("devices":["a"],"error":{"code":"INVALID_ARGUMENT",)"
       R"("message":"no such device"}})"
       "\n");
+}
+
+TEST(EventPrinterTest, DevicesWithStatusCarryReasons) {
+  status::v1::ListResponse status;
+  *status.add_devices() = MakeStatusDevice("a");
+  *status.add_devices() = MakeStatusDevice("b", "Unhealthy", "XID 48 (x)");
+  // Healthy again since the status was taken: its old reason is not shown.
+  *status.add_devices() = MakeStatusDevice("c", "Unhealthy", "XID 79 (y)");
+  const Json event = DevicesEvent(
+      "",
+      {MakeDevice("a", "Healthy", {0}), MakeDevice("b", "Unhealthy", {1}),
+       MakeDevice("c"), MakeDevice("d", "Unhealthy")},
+      &status);
+  EXPECT_EQ(event.dump(),
+            R"({"event":"devices","devices":[)"
+            R"({"id":"a","health":"Healthy","reason":"","numa":[0]},)"
+            R"j({"id":"b","health":"Unhealthy","reason":"XID 48 (x)",)j"
+            R"("numa":[1]},)"
+            R"({"id":"c","health":"Healthy","reason":"","numa":[]},)"
+            R"({"id":"d","health":"Unhealthy","reason":"","numa":[]}],)"
+            R"("total":4,"healthy":2})");
+  EXPECT_EQ(EventText(event),
+            "devices: 2/4 healthy\n  a (Healthy, numa 0)\n"
+            "  b (Unhealthy, numa 1): XID 48 (x)\n  c (Healthy)\n"
+            "  d (Unhealthy)");
+}
+
+TEST(EventPrinterTest, StatusEventShowsUnitAndReason) {
+  status::v1::ListResponse status;
+  status.set_resource_name("nvidia.com/gpu");
+  status::v1::Device gpu = MakeStatusDevice("GPU-a");
+  gpu.set_numa_node(1);
+  *status.add_devices() = gpu;
+  status::v1::Device replica =
+      MakeStatusDevice("GPU-b::1", "Unhealthy", "XID 48 (x); until reset");
+  replica.set_visible_id("GPU-b");
+  replica.set_gpu_uuid("GPU-b");
+  replica.set_gpu_index(1);
+  replica.set_replica(1);
+  *status.add_devices() = replica;
+  status::v1::Device mig = MakeStatusDevice("MIG-c");
+  mig.set_gpu_uuid("GPU-c");
+  mig.set_gpu_index(2);
+  mig.set_mig_gi(3);
+  mig.set_mig_ci(0);
+  *status.add_devices() = mig;
+  status::v1::Device by_index = MakeStatusDevice("3");
+  by_index.set_visible_id("GPU-d");
+  by_index.set_gpu_uuid("GPU-d");
+  by_index.set_gpu_index(3);
+  *status.add_devices() = by_index;
+
+  const Json event = StatusEvent(status);
+  EXPECT_EQ(event.dump(),
+            R"({"event":"status","resource":"nvidia.com/gpu","devices":[)"
+            R"({"id":"GPU-a","health":"Healthy","reason":"","numa_node":1,)"
+            R"("visible_id":"GPU-a","gpu_index":0,"gpu_uuid":"GPU-a"},)"
+            R"({"id":"GPU-b::1","health":"Unhealthy",)"
+            R"("reason":"XID 48 (x); until reset","visible_id":"GPU-b",)"
+            R"("gpu_index":1,"gpu_uuid":"GPU-b","replica":1},)"
+            R"({"id":"MIG-c","health":"Healthy","reason":"",)"
+            R"("visible_id":"MIG-c","gpu_index":2,"gpu_uuid":"GPU-c",)"
+            R"("mig_gi":3,"mig_ci":0},)"
+            R"({"id":"3","health":"Healthy","reason":"","visible_id":"GPU-d",)"
+            R"("gpu_index":3,"gpu_uuid":"GPU-d"}],"total":4,"healthy":3})");
+  EXPECT_EQ(EventText(event),
+            "status nvidia.com/gpu: 3/4 healthy\n"
+            "  GPU-a (Healthy, numa 1, gpu 0)\n"
+            "  GPU-b::1 (Unhealthy, gpu 1, replica 1 of GPU-b): "
+            "XID 48 (x); until reset\n"
+            "  MIG-c (Healthy, gpu 2 GPU-c, mig gi 3 ci 0)\n"
+            "  3 (Healthy, gpu 3, unit GPU-d)");
 }
 
 TEST(EventPrinterTest, RegisterEventCarriesTheReason) {

@@ -35,14 +35,32 @@ std::string StatusText(const absl::Status& status) {
   return absl::StrCat(CodeName(status.code()), ": ", status.message());
 }
 
-Json DeviceJson(const v1beta1::Device& device) {
+Json DeviceJson(const v1beta1::Device& device,
+                const std::optional<std::string>& reason) {
   Json numa = Json::array();
   if (device.has_topology()) {
     for (const v1beta1::NUMANode& node : device.topology().nodes()) {
       numa.push_back(node.id());
     }
   }
-  return {{"id", device.id()}, {"health", device.health()}, {"numa", numa}};
+  Json j = {{"id", device.id()}, {"health", device.health()}};
+  if (reason.has_value()) j["reason"] = *reason;
+  j["numa"] = numa;
+  return j;
+}
+
+Json StatusDeviceJson(const status::v1::Device& device) {
+  Json j = {{"id", device.id()},
+            {"health", device.health()},
+            {"reason", device.reason()}};
+  if (device.has_numa_node()) j["numa_node"] = device.numa_node();
+  j["visible_id"] = device.visible_id();
+  j["gpu_index"] = device.gpu_index();
+  j["gpu_uuid"] = device.gpu_uuid();
+  if (device.has_mig_gi()) j["mig_gi"] = device.mig_gi();
+  if (device.has_mig_ci()) j["mig_ci"] = device.mig_ci();
+  if (device.has_replica()) j["replica"] = device.replica();
+  return j;
 }
 
 Json ContainerResponseJson(const v1beta1::ContainerAllocateResponse& r) {
@@ -106,16 +124,43 @@ Json OptionsEvent(absl::string_view resource,
 }
 
 Json DevicesEvent(absl::string_view resource,
-                  const std::vector<v1beta1::Device>& devices) {
+                  const std::vector<v1beta1::Device>& devices,
+                  const status::v1::ListResponse* status) {
+  // The status's device by ID.
+  std::map<std::string, const status::v1::Device*> known;
+  if (status != nullptr) {
+    for (const status::v1::Device& d : status->devices()) known[d.id()] = &d;
+  }
   Json j = Base("devices", resource);
   Json list = Json::array();
   int healthy = 0;
   for (const v1beta1::Device& d : devices) {
-    list.push_back(DeviceJson(d));
+    std::optional<std::string> reason;
+    if (status != nullptr) {
+      auto it = known.find(d.id());
+      reason = it != known.end() && it->second->health() == d.health()
+                   ? it->second->reason()
+                   : "";
+    }
+    list.push_back(DeviceJson(d, reason));
     if (d.health() == kHealthy) ++healthy;
   }
   j["devices"] = list;
   j["total"] = devices.size();
+  j["healthy"] = healthy;
+  return j;
+}
+
+Json StatusEvent(const status::v1::ListResponse& status) {
+  Json j = Base("status", status.resource_name());
+  Json list = Json::array();
+  int healthy = 0;
+  for (const status::v1::Device& d : status.devices()) {
+    list.push_back(StatusDeviceJson(d));
+    if (d.health() == kHealthy) ++healthy;
+  }
+  j["devices"] = list;
+  j["total"] = status.devices_size();
   j["healthy"] = healthy;
   return j;
 }

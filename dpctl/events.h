@@ -4,6 +4,7 @@
 #ifndef GDP_DPCTL_EVENTS_H_
 #define GDP_DPCTL_EVENTS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "status/v1/status.pb.h"
 #include "v1beta1/api.pb.h"
 
 namespace gdp::dpctl {
@@ -41,8 +43,15 @@ Json ErrorJson(const absl::Status& status);
 // "<CODE>: <message>", or "<CODE>" when the message is empty.
 std::string StatusText(const absl::Status& status);
 
-// {"id":..,"health":..,"numa":[n,...]}.
-Json DeviceJson(const v1beta1::Device& device);
+// {"id":..,"health":..,"numa":[n,...]}, with "reason":.. after "health"
+// when `reason` is given.
+Json DeviceJson(const v1beta1::Device& device,
+                const std::optional<std::string>& reason = std::nullopt);
+
+// {"id":..,"health":..,"reason":..,"numa_node":n,"visible_id":..,
+//  "gpu_index":n,"gpu_uuid":..,"mig_gi":n,"mig_ci":n,"replica":n}; the
+// optional fields (numa_node, mig_gi, mig_ci, replica) only when set.
+Json StatusDeviceJson(const status::v1::Device& device);
 
 // {"envs":{..},"mounts":[..],"devices":[..],"annotations":{..},
 //  "cdi_devices":[..]}.
@@ -56,8 +65,16 @@ Json RegisterEvent(const v1beta1::RegisterRequest& request,
                    const absl::Status& result);
 Json OptionsEvent(absl::string_view resource,
                   const v1beta1::DevicePluginOptions& options);
+// With `status` (the plugin's DeviceStatus.List answer), every device gets
+// a "reason": the status's reason for the device with the same ID and the
+// same health, or "" (healthy, unknown to the status, or its health changed
+// between the two calls).
 Json DevicesEvent(absl::string_view resource,
-                  const std::vector<v1beta1::Device>& devices);
+                  const std::vector<v1beta1::Device>& devices,
+                  const status::v1::ListResponse* status = nullptr);
+// The whole DeviceStatus.List answer: "resource" (when the plugin names
+// it), "devices": [StatusDeviceJson...], "total", "healthy".
+Json StatusEvent(const status::v1::ListResponse& status);
 // `error` is StatusText of the stream's final status, or "EOF" when the
 // plugin ended the stream with OK.
 Json StreamClosedEvent(absl::string_view resource, const absl::Status& status);

@@ -1,5 +1,6 @@
 // dpctl: a kubelet device-manager emulator and a client for kubelet Device
-// Plugin API v1beta1 plugins. See `dpctl --help`.
+// Plugin API v1beta1 plugins (and for our DeviceStatus API). See
+// `dpctl --help`.
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -99,11 +100,19 @@ int Main(int argc, char** argv) {
 
   bool watch = false;
   CLI::App* list = app.add_subcommand(
-      "list", "Print a plugin's options and first device list");
+      "list",
+      "Print a plugin's options and first device list (with the reason of "
+      "each unhealthy device where the plugin serves DeviceStatus)");
   add_client_options(list);
   list->add_flag("--watch", watch,
                  "Print every device list until the stream ends or --timeout "
                  "passes");
+
+  CLI::App* status = app.add_subcommand(
+      "status",
+      "Print health, reason and physical unit of each device (the plugin's "
+      "gdp.status.v1.DeviceStatus service)");
+  add_client_options(status);
 
   std::vector<std::string> ids;
   std::vector<std::string> container_lists;
@@ -165,6 +174,7 @@ int Main(int argc, char** argv) {
     if (timeout_seconds) watch_for = client_config.timeout;
     return RunList(client_config, watch, watch_for, std::cout, std::cerr);
   }
+  if (*status) return RunStatus(client_config, std::cout, std::cerr);
   if (*allocate) {
     std::vector<std::vector<std::string>> containers;
     if (!ids.empty()) containers.push_back(ids);

@@ -101,6 +101,7 @@ PluginClient::PluginClient(std::string target,
     : target_(std::move(target)),
       channel_(std::move(channel)),
       stub_(v1beta1::DevicePlugin::NewStub(channel_)),
+      status_stub_(status::v1::DeviceStatus::NewStub(channel_)),
       rpc_timeout_(rpc_timeout) {}
 
 bool PluginClient::Track(grpc::ClientContext* context) {
@@ -173,6 +174,13 @@ absl::Status PluginClient::PreStartContainer(
                return stub_->PreStartContainer(context, request, response);
              })
       .status();
+}
+
+absl::StatusOr<status::v1::ListResponse> PluginClient::ListStatus() {
+  return Unary<status::v1::ListResponse>(
+      [this](grpc::ClientContext* context, status::v1::ListResponse* response) {
+        return status_stub_->List(context, status::v1::ListRequest(), response);
+      });
 }
 
 absl::Status PluginClient::ListAndWatch(

@@ -1,4 +1,5 @@
-// A client of one device plugin's DevicePlugin service on a unix socket.
+// A client of one device plugin's DevicePlugin service on a unix socket,
+// and of our DeviceStatus service where the plugin serves it too.
 #ifndef GDP_DPCTL_PLUGIN_CLIENT_H_
 #define GDP_DPCTL_PLUGIN_CLIENT_H_
 
@@ -16,6 +17,7 @@
 #include "absl/time/time.h"
 #include "device_plugin_api.h"
 #include "grpcpp/grpcpp.h"
+#include "status/v1/status.grpc.pb.h"
 #include "v1beta1/api.grpc.pb.h"
 #include "v1beta1/api.pb.h"
 
@@ -71,6 +73,11 @@ class PluginClient : public DevicePluginApi {
       const v1beta1::PreStartContainerRequest& request) override;
   void Cancel() override;
 
+  // DeviceStatus.List (proto/status/v1): health, reason and physical unit of
+  // each device. Fails with UNIMPLEMENTED when the plugin serves only the
+  // kubelet's API.
+  absl::StatusOr<status::v1::ListResponse> ListStatus();
+
   const std::string& target() const { return target_; }
 
  private:
@@ -89,6 +96,7 @@ class PluginClient : public DevicePluginApi {
   const std::string target_;
   const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
+  const std::unique_ptr<status::v1::DeviceStatus::Stub> status_stub_;
   const absl::Duration rpc_timeout_;
 
   absl::Mutex mu_;

@@ -76,6 +76,18 @@ v1beta1::Device MakeDevice(const std::string& id, const std::string& health,
   return device;
 }
 
+status::v1::Device MakeStatusDevice(const std::string& id,
+                                    const std::string& health,
+                                    const std::string& reason) {
+  status::v1::Device device;
+  device.set_id(id);
+  device.set_health(health);
+  device.set_reason(reason);
+  device.set_visible_id(id);
+  device.set_gpu_uuid(id);
+  return device;
+}
+
 class FakePlugin::Service final : public v1beta1::DevicePlugin::Service {
  public:
   grpc::Status GetDevicePluginOptions(
@@ -173,9 +185,25 @@ class FakePlugin::Service final : public v1beta1::DevicePlugin::Service {
       ABSL_GUARDED_BY(mu_);
 };
 
+class FakePlugin::StatusService final
+    : public status::v1::DeviceStatus::Service {
+ public:
+  grpc::Status List(grpc::ServerContext*, const status::v1::ListRequest*,
+                    status::v1::ListResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    *response = status_;
+    return grpc::Status::OK;
+  }
+
+  absl::Mutex mu_;
+  bool serve_ ABSL_GUARDED_BY(mu_) = false;
+  status::v1::ListResponse status_ ABSL_GUARDED_BY(mu_);
+};
+
 FakePlugin::FakePlugin(std::string socket_path)
     : socket_path_(std::move(socket_path)),
-      service_(std::make_unique<Service>()) {}
+      service_(std::make_unique<Service>()),
+      status_service_(std::make_unique<StatusService>()) {}
 
 FakePlugin::~FakePlugin() { Stop(); }
 
@@ -188,6 +216,12 @@ bool FakePlugin::Start() {
   builder.AddListeningPort("unix:" + socket_path_,
                            grpc::InsecureServerCredentials());
   builder.RegisterService(service_.get());
+  bool serve_status;
+  {
+    absl::MutexLock lock(&status_service_->mu_);
+    serve_status = status_service_->serve_;
+  }
+  if (serve_status) builder.RegisterService(status_service_.get());
   server_ = builder.BuildAndStart();
   return server_ != nullptr;
 }
@@ -249,6 +283,12 @@ void FakePlugin::SetPreferredError(const grpc::Status& error) {
 void FakePlugin::SetAllocateError(const grpc::Status& error) {
   absl::MutexLock lock(&service_->mu_);
   service_->allocate_error_ = error;
+}
+
+void FakePlugin::ServeStatus(const status::v1::ListResponse& status) {
+  absl::MutexLock lock(&status_service_->mu_);
+  status_service_->serve_ = true;
+  status_service_->status_ = status;
 }
 
 std::vector<v1beta1::PreferredAllocationRequest>

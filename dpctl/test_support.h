@@ -1,5 +1,6 @@
 // Helpers for dpctl's tests: a temporary directory, an EventSink that
-// records events, and a small in-process v1beta1 device plugin.
+// records events, and a small in-process v1beta1 device plugin (optionally
+// also serving our DeviceStatus service).
 #ifndef GDP_DPCTL_TEST_SUPPORT_H_
 #define GDP_DPCTL_TEST_SUPPORT_H_
 
@@ -14,6 +15,7 @@
 #include "absl/time/time.h"
 #include "events.h"
 #include "grpcpp/grpcpp.h"
+#include "status/v1/status.grpc.pb.h"
 #include "v1beta1/api.grpc.pb.h"
 
 namespace gdp::dpctl::testing {
@@ -60,6 +62,12 @@ v1beta1::Device MakeDevice(const std::string& id,
                            const std::string& health = "Healthy",
                            const std::vector<int64_t>& numa = {});
 
+// A DeviceStatus device for a whole GPU: visible_id and gpu_uuid are `id`,
+// gpu_index 0, no NUMA node, MIG instance or replica.
+status::v1::Device MakeStatusDevice(const std::string& id,
+                                    const std::string& health = "Healthy",
+                                    const std::string& reason = "");
+
 // A DevicePlugin service on a unix socket whose answers tests set.
 // Allocate answers, per container, env FAKE_DEVICES=<ids joined by ','>,
 // a mount /fake/<first id> -> /host/<first id> (read only), a device
@@ -89,6 +97,10 @@ class FakePlugin {
   void SetPreferredError(const grpc::Status& error);
   // Allocate fails with `error` when it is not OK.
   void SetAllocateError(const grpc::Status& error);
+  // From the next Start on, also serves DeviceStatus, whose List answers
+  // `status`; later calls change the answer. Without it the plugin serves
+  // only the kubelet's API, and List fails with UNIMPLEMENTED.
+  void ServeStatus(const status::v1::ListResponse& status);
 
   std::vector<v1beta1::PreferredAllocationRequest> preferred_requests();
   std::vector<v1beta1::AllocateRequest> allocate_requests();
@@ -98,8 +110,10 @@ class FakePlugin {
 
  private:
   class Service;
+  class StatusService;
   const std::string socket_path_;
   std::unique_ptr<Service> service_;
+  std::unique_ptr<StatusService> status_service_;
   std::unique_ptr<grpc::Server> server_;
 };
 

@@ -32,8 +32,9 @@ struct LifecycleOptions {
 
 class PluginLifecycle {
  public:
-  // Makes a fresh service for each server start.
-  using ServiceFactory = std::function<std::unique_ptr<grpc::Service>()>;
+  // Makes fresh services for each server start; all are served on our
+  // socket.
+  using ServiceFactory = std::function<ServiceList()>;
 
   // Result on failure: the directory cannot be created or watched.
   static absl::StatusOr<std::unique_ptr<PluginLifecycle>> Create(

@@ -30,9 +30,7 @@ class LifecycleTest : public ::testing::Test {
          .resource_name = "example.com/dev",
          .initial_backoff = absl::Milliseconds(20),
          .max_backoff = absl::Milliseconds(80)},
-        [this] {
-          return std::make_unique<DevicePluginService>(devices_, allocator_);
-        });
+        [this] { return Services(); });
     ASSERT_TRUE(lc.ok()) << lc.status();
     lifecycle_ = *std::move(lc);
   }
@@ -49,6 +47,12 @@ class LifecycleTest : public ::testing::Test {
       lifecycle_->Stop();
       runner_.join();
     }
+  }
+  ServiceList Services() {
+    ServiceList services;
+    services.push_back(
+        std::make_unique<DevicePluginService>(devices_, allocator_));
+    return services;
   }
   bool OurSocketExists() { return fs::is_socket(dir_ / "test.sock"); }
 
@@ -85,9 +89,7 @@ TEST_F(LifecycleTest, SecondInstanceWaitsInsteadOfFighting) {
        .resource_name = "example.com/dev",
        .initial_backoff = absl::Milliseconds(20),
        .max_backoff = absl::Milliseconds(80)},
-      [this] {
-        return std::make_unique<DevicePluginService>(devices_, allocator_);
-      });
+      [this] { return Services(); });
   ASSERT_TRUE(second.ok());
   std::thread runner([&] { (*second)->Run(); });
   absl::SleepFor(absl::Milliseconds(300));

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "plugin/service.h"
+#include "plugin/status_service.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -55,9 +56,18 @@ absl::StatusOr<std::unique_ptr<PluginManager::Plugin>> PluginManager::Start(
   DeviceSet* set = p->devices.get();
   const Allocator* allocator = p->allocator.get();
   ServiceOptions service{.shared_allocation_policy = spec.policy};
-  auto lifecycle = PluginLifecycle::Create(options, [set, allocator, service] {
-    return std::make_unique<DevicePluginService>(*set, *allocator, service);
-  });
+  std::string resource_name = spec.resource.name;
+  // The kubelet's DevicePlugin service and our DeviceStatus service (health
+  // reasons for dpctl) share the socket.
+  auto lifecycle = PluginLifecycle::Create(
+      options, [set, allocator, service, resource_name] {
+        ServiceList services;
+        services.push_back(
+            std::make_unique<DevicePluginService>(*set, *allocator, service));
+        services.push_back(
+            std::make_unique<DeviceStatusService>(*set, resource_name));
+        return services;
+      });
   if (!lifecycle.ok()) return lifecycle.status();
   p->lifecycle = *std::move(lifecycle);
   p->spec = std::move(spec);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -27,6 +28,13 @@ bool SomethingListens(const std::string& socket_path) {
 
 absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
     const std::string& socket_path, std::unique_ptr<grpc::Service> service) {
+  ServiceList services;
+  services.push_back(std::move(service));
+  return Start(socket_path, std::move(services));
+}
+
+absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
+    const std::string& socket_path, ServiceList services) {
   if (SomethingListens(socket_path)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "another process is serving ", socket_path,
@@ -39,7 +47,9 @@ absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat("unix:", socket_path),
                            grpc::InsecureServerCredentials());
-  builder.RegisterService(service.get());
+  for (const std::unique_ptr<grpc::Service>& service : services) {
+    builder.RegisterService(service.get());
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr) {
     return absl::UnavailableError(
@@ -47,16 +57,15 @@ absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
                      " (is the directory there and writable?)"));
   }
   return std::unique_ptr<PluginServer>(
-      new PluginServer(socket_path, std::move(service), std::move(server),
+      new PluginServer(socket_path, std::move(services), std::move(server),
                        GetFileId(socket_path)));
 }
 
-PluginServer::PluginServer(std::string path,
-                           std::unique_ptr<grpc::Service> service,
+PluginServer::PluginServer(std::string path, ServiceList services,
                            std::unique_ptr<grpc::Server> server,
                            std::optional<FileId> id)
     : path_(std::move(path)),
-      service_(std::move(service)),
+      services_(std::move(services)),
       server_(std::move(server)),
       id_(id) {}
 

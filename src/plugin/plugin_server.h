@@ -7,11 +7,15 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "util/file_id.h"
 
 namespace gdp {
+
+// The gRPC services one socket serves (e.g. DevicePlugin and DeviceStatus).
+using ServiceList = std::vector<std::unique_ptr<grpc::Service>>;
 
 // Whether a process accepts connections on the unix socket `socket_path`.
 bool SomethingListens(const std::string& socket_path);
@@ -20,9 +24,14 @@ bool SomethingListens(const std::string& socket_path);
 class PluginServer {
  public:
   // Removes whatever is at `socket_path` (a stale socket), then serves
-  // `service` there. Result on failure: FailedPrecondition if another
-  // process is serving that socket (it is left alone), Unavailable naming
-  // the path if it cannot be served.
+  // every one of `services` there (none null; each a different gRPC
+  // service). Result on failure: FailedPrecondition if another process is
+  // serving that socket (it is left alone), Unavailable naming the path if
+  // it cannot be served.
+  static absl::StatusOr<std::unique_ptr<PluginServer>> Start(
+      const std::string& socket_path, ServiceList services);
+
+  // The same with one service.
   static absl::StatusOr<std::unique_ptr<PluginServer>> Start(
       const std::string& socket_path, std::unique_ptr<grpc::Service> service);
 
@@ -34,11 +43,11 @@ class PluginServer {
   bool SocketIntact() const;
 
  private:
-  PluginServer(std::string path, std::unique_ptr<grpc::Service> service,
+  PluginServer(std::string path, ServiceList services,
                std::unique_ptr<grpc::Server> server, std::optional<FileId> id);
 
   std::string path_;
-  std::unique_ptr<grpc::Service> service_;  // outlives server_
+  ServiceList services_;  // outlive server_
   std::unique_ptr<grpc::Server> server_;
   std::optional<FileId> id_;  // of the socket file we bound
 };

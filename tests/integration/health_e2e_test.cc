@@ -76,6 +76,34 @@ TEST_F(HealthTest, IgnoredXidsChangeNothingNeedsResetXidMarksOneGpu) {
   ASSERT_FALSE(WaitHealthy(8).is_null()) << plugin_->Stderr();
 }
 
+// The kubelet sees only "Unhealthy"; `dpctl list` on the plugin's socket
+// also shows why (our DeviceStatus service), for exactly that device.
+TEST_F(HealthTest, DpctlListShowsTheReason) {
+  Start();
+  Control("xid 2 48");
+  ASSERT_FALSE(WaitHealthy(7).is_null()) << plugin_->Stderr();
+
+  Subprocess dpctl(
+      {.argv = {GDP_DPCTL_BIN, "list", "--socket", PluginSocket(), "--json"},
+       .stderr_path = (dir_ / "dpctl.err").string()});
+  json devices = NextEvent(dpctl, "devices");
+  ASSERT_EQ(dpctl.Wait(kTimeout), 0) << dpctl.Stderr();
+  ASSERT_FALSE(devices.is_null()) << dpctl.Stderr();
+  EXPECT_EQ(dpctl.Stderr(), "");
+  ASSERT_THAT(devices["devices"], SizeIs(8));
+  for (const json& d : devices["devices"]) {
+    SCOPED_TRACE(d.dump());
+    ASSERT_TRUE(d.contains("reason"));
+    if (d["id"] == ids_[2]) {
+      EXPECT_EQ(d["health"], "Unhealthy");
+      EXPECT_THAT(d["reason"].get<std::string>(), HasSubstr("XID 48"));
+    } else {
+      EXPECT_EQ(d["health"], "Healthy");
+      EXPECT_EQ(d["reason"], "");
+    }
+  }
+}
+
 TEST_F(HealthTest, RecoverableXidComesBackAfterTheQuietPeriod) {
   Start();
   absl::Time sent = absl::Now();
