@@ -108,7 +108,7 @@ absl::Status WriteSpec(const std::string& dir, const nlohmann::json& spec) {
   if (ec) {
     return Errno(ec.value(), absl::StrCat("creating the CDI directory ", dir));
   }
-  const std::string target = JoinRoot(dir, "/" + SpecFileName());
+  const std::string target = JoinRoot(dir, absl::StrCat("/", SpecFileName()));
   if (AlreadyWritten(target, content)) {
     VLOG(2, "CDI spec {} is unchanged", target);
     return absl::OkStatus();
@@ -119,7 +119,7 @@ absl::Status WriteSpec(const std::string& dir, const nlohmann::json& spec) {
 }
 
 absl::Status RemoveSpec(const std::string& dir) {
-  const std::string target = JoinRoot(dir, "/" + SpecFileName());
+  const std::string target = JoinRoot(dir, absl::StrCat("/", SpecFileName()));
   if (unlink(target.c_str()) != 0 && errno != ENOENT) {
     return Errno(errno, absl::StrCat("removing ", target));
   }

@@ -12,6 +12,8 @@
 namespace gdp {
 
 struct PluginManager::Plugin {
+  // The spec it was made from, without its devices: those live (once) in
+  // `devices`, which is what a new spec's devices are compared with.
   PluginSpec spec;
   std::unique_ptr<DeviceSet> devices;
   std::unique_ptr<Allocator> allocator;
@@ -70,9 +72,10 @@ absl::StatusOr<std::unique_ptr<PluginManager::Plugin>> PluginManager::Start(
       });
   if (!lifecycle.ok()) return lifecycle.status();
   p->lifecycle = *std::move(lifecycle);
+  LOG_INFO("Starting {} with {} device(s)", spec.resource.name,
+           spec.resource.devices.size());
+  spec.resource.devices = {};
   p->spec = std::move(spec);
-  LOG_INFO("Starting {} with {} device(s)", p->spec.resource.name,
-           p->spec.resource.devices.size());
   PluginLifecycle* l = p->lifecycle.get();
   p->thread = std::thread([l] { l->Run(); });
   return p;
@@ -110,7 +113,11 @@ absl::Status PluginManager::Apply(std::vector<PluginSpec> specs) {
     auto it = plugins_.find(name);
     std::unique_ptr<Plugin> previous;
     if (it != plugins_.end()) {
-      if (it->second->spec.SameDefinition(s)) {
+      Resource running = it->second->spec.resource;
+      running.devices = it->second->devices->Get()->devices;
+      PluginSpec current{std::move(running), it->second->spec.allocator,
+                         it->second->spec.policy};
+      if (current.SameDefinition(s)) {
         VLOG(1, "{} unchanged", name);
         continue;
       }
