@@ -52,9 +52,9 @@ class Watcher {
   // arrived; returns its arrival time and count (InfinitePast on timeout).
   std::pair<absl::Time, int> WaitAbove(int unhealthy, absl::Duration timeout) {
     absl::MutexLock lock(&mu_);
-    auto above = [&] { return unhealthy_ > unhealthy; };
-    mu_.AwaitWithTimeout(absl::Condition(&above), timeout);
-    if (!above()) return {absl::InfinitePast(), unhealthy_};
+    threshold_ = unhealthy;
+    mu_.AwaitWithTimeout(absl::Condition(this, &Watcher::AboveLocked), timeout);
+    if (!AboveLocked()) return {absl::InfinitePast(), unhealthy_};
     return {arrived_, unhealthy_};
   }
 
@@ -86,7 +86,12 @@ class Watcher {
   grpc::ClientContext ctx_;
   std::thread thread_;
   absl::Mutex mu_;
+  bool AboveLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return unhealthy_ > threshold_;
+  }
+
   int devices_ ABSL_GUARDED_BY(mu_) = 0;
+  int threshold_ ABSL_GUARDED_BY(mu_) = 0;
   int unhealthy_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time arrived_ ABSL_GUARDED_BY(mu_);
 };
