@@ -41,6 +41,12 @@ TEST_F(MachinesTest, EveryShippedMachineMatchesItsSystem) {
       {"pcie-t4.yaml", 2, "Tesla T4", 15360, 0x1EB810DE, 7, 5, false, 0},
       {"h100-mig.yaml", 2, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9, 0,
        true, 18},
+      {"hgx-h100.yaml", 8, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9, 0,
+       true, 18},
+      {"dgx2-v100.yaml", 16, "Tesla V100-SXM3-32GB", 32768, 0x1DB810DE, 7, 0,
+       false, 6},
+      {"pcie-4gpu-2switch.yaml", 4, "NVIDIA L40S", 46068, 0x26B910DE, 8, 9,
+       false, 0},
   };
   for (const auto& m : kMachines) {
     SCOPED_TRACE(m.file);
@@ -118,6 +124,23 @@ TEST_F(MachinesTest, TopologyLevels) {
       {"dgx1-v100.yaml", 3, 4, NVML_TOPOLOGY_SYSTEM},
       {"pcie-t4.yaml", 0, 1, NVML_TOPOLOGY_SYSTEM},
       {"h100-mig.yaml", 0, 1, NVML_TOPOLOGY_NODE},
+      {"hgx-h100.yaml", 0, 1, NVML_TOPOLOGY_SINGLE},
+      {"hgx-h100.yaml", 6, 7, NVML_TOPOLOGY_SINGLE},
+      {"hgx-h100.yaml", 1, 2, NVML_TOPOLOGY_NODE},
+      {"hgx-h100.yaml", 4, 6, NVML_TOPOLOGY_NODE},
+      {"hgx-h100.yaml", 3, 4, NVML_TOPOLOGY_SYSTEM},
+      {"dgx2-v100.yaml", 0, 1, NVML_TOPOLOGY_SINGLE},
+      {"dgx2-v100.yaml", 14, 15, NVML_TOPOLOGY_SINGLE},
+      {"dgx2-v100.yaml", 0, 2, NVML_TOPOLOGY_MULTIPLE},
+      {"dgx2-v100.yaml", 9, 11, NVML_TOPOLOGY_MULTIPLE},
+      {"dgx2-v100.yaml", 3, 4, NVML_TOPOLOGY_NODE},
+      {"dgx2-v100.yaml", 8, 15, NVML_TOPOLOGY_NODE},
+      {"dgx2-v100.yaml", 7, 8, NVML_TOPOLOGY_SYSTEM},
+      {"dgx2-v100.yaml", 0, 15, NVML_TOPOLOGY_SYSTEM},
+      {"pcie-4gpu-2switch.yaml", 0, 1, NVML_TOPOLOGY_SINGLE},
+      {"pcie-4gpu-2switch.yaml", 2, 3, NVML_TOPOLOGY_SINGLE},
+      {"pcie-4gpu-2switch.yaml", 0, 2, NVML_TOPOLOGY_SYSTEM},
+      {"pcie-4gpu-2switch.yaml", 1, 3, NVML_TOPOLOGY_SYSTEM},
   };
   for (const auto& c : kCases) {
     InitWith(c.file);

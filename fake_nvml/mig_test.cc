@@ -209,6 +209,7 @@ TEST_F(MigTest, MigHandlesOnGpuOnlyQueries) {
   nvmlPciInfo_t pci;
   unsigned long long events = 0;
   nvmlEnableState_t state;
+  nvmlIntNvLinkDeviceType_t link_type;
   nvmlGpuTopologyLevel_t level;
   nvmlGpuInstanceProfileInfo_t profile;
   nvmlEventSet_t set = nullptr;
@@ -225,6 +226,10 @@ TEST_F(MigTest, MigHandlesOnGpuOnlyQueries) {
       {"RegisterEvents",
        NVML(nvmlDeviceRegisterEvents)(mig, nvmlEventTypeXidCriticalError, set)},
       {"GetNvLinkState", NVML(nvmlDeviceGetNvLinkState)(mig, 0, &state)},
+      {"GetNvLinkRemotePciInfo_v2",
+       NVML(nvmlDeviceGetNvLinkRemotePciInfo_v2)(mig, 0, &pci)},
+      {"GetNvLinkRemoteDeviceType",
+       NVML(nvmlDeviceGetNvLinkRemoteDeviceType)(mig, 0, &link_type)},
       {"Topology(mig, gpu)",
        NVML(nvmlDeviceGetTopologyCommonAncestor)(mig, Device(1), &level)},
       {"Topology(gpu, mig)",
