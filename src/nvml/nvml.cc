@@ -58,11 +58,20 @@ namespace gdp {
   X(nvmlGpuInstanceGetInfo)                       \
   X(nvmlDeviceGetGpuInstanceProfileInfo)
 
+// Topology (NVLink and PCIe relations): optional; without them every GPU
+// pair is treated as unrelated.
+#define GDP_NVML_TOPOLOGY_SYMBOLS(X)     \
+  X(nvmlDeviceGetTopologyCommonAncestor) \
+  X(nvmlDeviceGetNvLinkState)            \
+  X(nvmlDeviceGetNvLinkRemotePciInfo_v2) \
+  X(nvmlDeviceGetNvLinkRemoteDeviceType)
+
 struct NvmlSymbols {
 #define GDP_NVML_FIELD(name) Fn_##name name = nullptr;
   GDP_NVML_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_MIG_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_WAIT_SYMBOLS(GDP_NVML_FIELD)
+  GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_FIELD)
 #undef GDP_NVML_FIELD
 };
 
@@ -150,6 +159,7 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
   fns->name = reinterpret_cast<Fn_##name>(dlsym(lib, #name));
   GDP_NVML_MIG_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
   GDP_NVML_WAIT_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
+  GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
 #undef GDP_NVML_RESOLVE_OPTIONAL
   if (!missing.empty()) {
     dlclose(lib);
@@ -187,9 +197,9 @@ absl::Status Nvml::Check(nvmlReturn_t r, const char* call) const {
 template <typename Fn, typename... Args>
 absl::Status Nvml::CallOptional(Fn fn, const char* call, Args... args) const {
   if (fn == nullptr) {
-    absl::Status s(absl::StatusCode::kUnimplemented,
-                   absl::StrCat(call, ": not in ", library_path_,
-                                " (driver too old for MIG?)"));
+    absl::Status s(
+        absl::StatusCode::kUnimplemented,
+        absl::StrCat(call, ": not in ", library_path_, " (driver too old?)"));
     s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(
                                   NVML_ERROR_FUNCTION_NOT_FOUND))));
     return s;
@@ -258,6 +268,43 @@ absl::StatusOr<unsigned> Nvml::MinorNumber(nvmlDevice_t device) const {
                          "nvmlDeviceGetMinorNumber");
   if (!s.ok()) return s;
   return minor;
+}
+
+absl::StatusOr<bool> Nvml::NvLinkActive(nvmlDevice_t device,
+                                        unsigned link) const {
+  nvmlEnableState_t state = NVML_FEATURE_DISABLED;
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceGetNvLinkState, "nvmlDeviceGetNvLinkState",
+                   device, link, &state);
+  if (!s.ok()) return s;
+  return state == NVML_FEATURE_ENABLED;
+}
+
+absl::StatusOr<NvmlNvLinkPeer> Nvml::NvLinkPeer(nvmlDevice_t device,
+                                                unsigned link) const {
+  nvmlPciInfo_t pci{};
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceGetNvLinkRemotePciInfo_v2,
+                   "nvmlDeviceGetNvLinkRemotePciInfo_v2", device, link, &pci);
+  if (!s.ok()) return s;
+  NvmlNvLinkPeer peer;
+  peer.pci = NvmlPci{pci.domain, pci.bus, pci.device, pci.pciDeviceId};
+  nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+  s = CallOptional(fns_->nvmlDeviceGetNvLinkRemoteDeviceType,
+                   "nvmlDeviceGetNvLinkRemoteDeviceType", device, link, &type);
+  if (!s.ok() && NvmlCode(s) != NVML_ERROR_FUNCTION_NOT_FOUND) return s;
+  peer.type = s.ok() ? type : NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+  return peer;
+}
+
+absl::StatusOr<nvmlGpuTopologyLevel_t> Nvml::CommonAncestor(
+    nvmlDevice_t a, nvmlDevice_t b) const {
+  nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceGetTopologyCommonAncestor,
+                   "nvmlDeviceGetTopologyCommonAncestor", a, b, &level);
+  if (!s.ok()) return s;
+  return level;
 }
 
 absl::StatusOr<NvmlPci> Nvml::PciInfo(nvmlDevice_t device) const {

@@ -72,6 +72,14 @@ struct NvmlPci {
   unsigned pci_device_id = 0;  // device id << 16 | vendor id
 };
 
+// The far end of an NVLink.
+struct NvmlNvLinkPeer {
+  NvmlPci pci;
+  // GPU, SWITCH or IBMNPU; UNKNOWN when the driver cannot tell (then the
+  // PCI address decides).
+  nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+};
+
 class Nvml {
  public:
   // Loads libnvidia-ml.so.1 and calls nvmlInit_v2 once. With driver_root "/"
@@ -104,6 +112,17 @@ class Nvml {
   absl::StatusOr<std::string> Uuid(nvmlDevice_t device) const;
   absl::StatusOr<unsigned> MinorNumber(nvmlDevice_t device) const;
   absl::StatusOr<NvmlPci> PciInfo(nvmlDevice_t device) const;
+
+  // Topology; each is optional in the library (Unimplemented with
+  // NVML_ERROR_FUNCTION_NOT_FOUND when missing). NvLinkActive: Unimplemented
+  // (NOT_SUPPORTED) on a GPU without NVLink, InvalidArgument past its last
+  // link. NvLinkPeer: the device at the far end of `link`.
+  absl::StatusOr<bool> NvLinkActive(nvmlDevice_t device, unsigned link) const;
+  absl::StatusOr<NvmlNvLinkPeer> NvLinkPeer(nvmlDevice_t device,
+                                            unsigned link) const;
+  // The closest common PCIe ancestor of two different GPUs.
+  absl::StatusOr<nvmlGpuTopologyLevel_t> CommonAncestor(nvmlDevice_t a,
+                                                        nvmlDevice_t b) const;
   absl::StatusOr<unsigned long long> MemoryTotal(nvmlDevice_t device) const;
   absl::StatusOr<std::pair<int, int>> ComputeCapability(
       nvmlDevice_t device) const;
