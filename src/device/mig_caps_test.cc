@@ -35,8 +35,8 @@ TEST(MigCapsTest, LooksUpGpuAndComputeInstances) {
     int ci;  // -1: the GPU instance itself
     unsigned want;
   } kCases[] = {
-      {0, 0, -1, 3},  {0, 0, 0, 4},     {0, 0, 1, 5},     {0, 2, -1, 21},
-      {0, 2, 0, 22},  {3, 13, -1, 525}, {3, 13, 0, 526},
+      {0, 0, -1, 3}, {0, 0, 0, 4},     {0, 0, 1, 5},    {0, 2, -1, 21},
+      {0, 2, 0, 22}, {3, 13, -1, 525}, {3, 13, 0, 526},
   };
   for (const auto& c : kCases) {
     auto got = c.ci < 0 ? caps->GpuInstanceMinor(c.gpu, c.gi)
@@ -59,9 +59,8 @@ TEST(MigCapsTest, MissingCapabilityNamesItAndTheFile) {
                           "gpu0/gi2/ci1/access", "gpu3/gi0/ci0/access"};
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(statuses[i].code(), absl::StatusCode::kNotFound);
-    EXPECT_EQ(statuses[i].message(),
-              std::string("no MIG capability ") + kNames[i] +
-                  " in /x/mig-minors");
+    EXPECT_EQ(statuses[i].message(), std::string("no MIG capability ") +
+                                         kNames[i] + " in /x/mig-minors");
   }
 }
 
@@ -113,8 +112,8 @@ TEST(MigCapsTest, DevicePath) {
 class MigCapsFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gdp-migcaps-" + std::to_string(getpid()));
+    dir_ =
+        fs::temp_directory_path() / ("gdp-migcaps-" + std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -127,13 +126,13 @@ TEST_F(MigCapsFileTest, MissingFileIsNotFoundWithPath) {
   auto caps = MigCaps::Read((dir_ / "proc").string());
   ASSERT_FALSE(caps.ok());
   EXPECT_EQ(caps.status().code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(std::string(caps.status().message()),
-              HasSubstr((dir_ / "proc/driver/nvidia-caps/mig-minors").string()));
+  EXPECT_THAT(
+      std::string(caps.status().message()),
+      HasSubstr((dir_ / "proc/driver/nvidia-caps/mig-minors").string()));
 }
 
 TEST_F(MigCapsFileTest, ReadsWhatFakeNvmlWrites) {
-  const std::string machine =
-      std::string(GDP_MACHINES_DIR) + "/h100-mig.yaml";
+  const std::string machine = std::string(GDP_MACHINES_DIR) + "/h100-mig.yaml";
   const std::string cmd = std::string(GDP_FAKE_NVML_TOOL) +
                           " rootfs --machine " + machine + " --out " +
                           (dir_ / "root").string();
