@@ -74,6 +74,19 @@ class DiscoveryTest : public ::testing::Test {
     return DiscoverGpus(*nvml_, (dir_ / "root/sys").string());
   }
 
+  // Appends `command` to the fake's control file, then discovers until the
+  // fault shows (a GPU or MIG device left out) or a second has passed.
+  absl::StatusOr<NodeGpus> DiscoverAfterFault(const std::string& command) {
+    std::ofstream(dir_ / "control", std::ios::app) << command << "\n";
+    absl::StatusOr<NodeGpus> node;
+    for (int i = 0; i < 200; ++i) {
+      node = Discover();
+      if (node.ok() && !node->unusable.empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return node;
+  }
+
   fs::path dir_;
   std::unique_ptr<Nvml> nvml_;
 };
@@ -109,13 +122,7 @@ TEST_F(DiscoveryTest, DescribesEveryGpu) {
 }
 
 TEST_F(DiscoveryTest, LostGpuIsLeftOutAndTheOthersServed) {
-  std::ofstream(dir_ / "control", std::ios::app) << "lose 5\n";
-  absl::StatusOr<NodeGpus> node;
-  for (int i = 0; i < 200; ++i) {
-    node = Discover();
-    if (node.ok() && !node->unusable.empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  absl::StatusOr<NodeGpus> node = DiscoverAfterFault("lose 5");
   ASSERT_TRUE(node.ok()) << node.status();
   EXPECT_EQ(node->gpus.size(), 7u);
   ASSERT_EQ(node->unusable.size(), 1u);
@@ -282,13 +289,7 @@ gpus:
 
 TEST_F(DiscoveryTest, MigDeviceNvmlCannotDescribeIsLeftOut) {
   Start(std::string(GDP_MACHINES_DIR) + "/h100-mig.yaml");
-  std::ofstream(dir_ / "control", std::ios::app) << "fail-mig 0 1 999\n";
-  absl::StatusOr<NodeGpus> node;
-  for (int i = 0; i < 200; ++i) {
-    node = Discover();
-    if (node.ok() && !node->unusable.empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  absl::StatusOr<NodeGpus> node = DiscoverAfterFault("fail-mig 0 1 999");
   ASSERT_TRUE(node.ok()) << node.status();
   ASSERT_EQ(node->unusable.size(), 1u);
   EXPECT_THAT(std::string(node->unusable[0].message()),
@@ -302,13 +303,7 @@ TEST_F(DiscoveryTest, MigDeviceNvmlCannotDescribeIsLeftOut) {
 
 TEST_F(DiscoveryTest, LostMigGpuIsLeftOut) {
   Start(std::string(GDP_MACHINES_DIR) + "/h100-mig.yaml");
-  std::ofstream(dir_ / "control", std::ios::app) << "lose 0\n";
-  absl::StatusOr<NodeGpus> node;
-  for (int i = 0; i < 200; ++i) {
-    node = Discover();
-    if (node.ok() && !node->unusable.empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  absl::StatusOr<NodeGpus> node = DiscoverAfterFault("lose 0");
   ASSERT_TRUE(node.ok()) << node.status();
   ASSERT_EQ(node->unusable.size(), 1u);
   EXPECT_THAT(std::string(node->unusable[0].message()),
