@@ -14,27 +14,30 @@ namespace {
 // The candidates of one request, indexed 0..n-1 in ascending GPU order, with
 // the pair scores and NUMA slots precomputed.
 struct Problem {
-  std::vector<int> gpus;                // local index -> GPU index
-  std::vector<std::vector<int64_t>> w;  // pair scores, w[i][i] = 0
-  std::vector<int64_t> row;             // row[i] = sum_j w[i][j]
-  int64_t total = 0;                    // sum over all pairs
-  std::vector<int> numa;                // local NUMA slot, 0..63
-  std::vector<bool> forced;             // must be chosen
+  std::vector<int> gpus;                 // local index -> GPU index
+  std::vector<std::vector<int64_t>> w;   // pair scores, w[i][i] = 0
+  std::vector<std::vector<int>> linked;  // 1 when the pair has NVLink
+  std::vector<int64_t> row;              // row[i] = sum_j w[i][j]
+  int64_t total = 0;                     // sum over all pairs
+  std::vector<int> numa;                 // local NUMA slot, 0..63
+  std::vector<bool> forced;              // must be chosen
   int size = 0;
 };
 
-// The ranked parts of a set's worth (the lexicographic tie-break is
-// handled by the callers).
+// The ranked parts of a set's worth, in rank order (the lexicographic
+// tie-break is handled by the callers).
 struct Objective {
-  int64_t score = 0;
+  int linked = 0;  // pairs joined by NVLink
   int64_t leftover = 0;
+  int64_t score = 0;
   int numa_nodes = 0;
 };
 
 // True when `a` ranks strictly above `b`.
 bool Better(const Objective& a, const Objective& b) {
-  if (a.score != b.score) return a.score > b.score;
+  if (a.linked != b.linked) return a.linked > b.linked;
   if (a.leftover != b.leftover) return a.leftover > b.leftover;
+  if (a.score != b.score) return a.score > b.score;
   return a.numa_nodes < b.numa_nodes;
 }
 
@@ -109,11 +112,13 @@ absl::StatusOr<Problem> MakeProblem(const Topology& t,
                                                    " usable available GPUs"));
   }
   p.w.assign(n, std::vector<int64_t>(n, 0));
+  p.linked.assign(n, std::vector<int>(n, 0));
   p.row.assign(n, 0);
   for (int i = 0; i < n; ++i) {
     for (int j = i + 1; j < n; ++j) {
       const int64_t s = t.PairScore(p.gpus[i], p.gpus[j]);
       p.w[i][j] = p.w[j][i] = s;
+      p.linked[i][j] = p.linked[j][i] = t.NvLinked(p.gpus[i], p.gpus[j]);
       p.row[i] += s;
       p.row[j] += s;
       p.total += s;
@@ -145,17 +150,17 @@ class Exact {
   }
 
   std::vector<int> Run() {
-    Walk(0, 0, 0);
+    Walk(0, 0, 0, 0);
     return best_;
   }
 
  private:
-  void Walk(int pos, int64_t score, int64_t row_sum) {
+  void Walk(int pos, int linked, int64_t score, int64_t row_sum) {
     const int n = static_cast<int>(p_.gpus.size());
     const int count = static_cast<int>(chosen_.size());
     if (count == p_.size) {
       if (forced_after_[pos] > 0) return;
-      Objective o{score, Leftover(p_, score, row_sum), NumaNodes()};
+      Objective o{linked, Leftover(p_, score, row_sum), score, NumaNodes()};
       if (best_.empty() || Better(o, best_objective_)) {
         best_objective_ = o;
         best_ = chosen_;
@@ -165,11 +170,15 @@ class Exact {
     if (count + (n - pos) < p_.size) return;
     if (count + forced_after_[pos] > p_.size) return;
     int64_t gain = 0;
-    for (int j : chosen_) gain += p_.w[pos][j];
+    int linked_gain = 0;
+    for (int j : chosen_) {
+      gain += p_.w[pos][j];
+      linked_gain += p_.linked[pos][j];
+    }
     chosen_.push_back(pos);
-    Walk(pos + 1, score + gain, row_sum + p_.row[pos]);
+    Walk(pos + 1, linked + linked_gain, score + gain, row_sum + p_.row[pos]);
     chosen_.pop_back();
-    if (!p_.forced[pos]) Walk(pos + 1, score, row_sum);
+    if (!p_.forced[pos]) Walk(pos + 1, linked, score, row_sum);
   }
 
   int NumaNodes() const {
@@ -186,28 +195,38 @@ class Exact {
 };
 
 // A set under construction for the heuristic, with the objective's parts
-// kept incrementally: gain_[v] = sum of w[v][j] over chosen j.
+// kept incrementally: gain_[v] = sum of w[v][j] over chosen j, and
+// linked_gain_[v] the number of chosen GPUs NVLinked to v.
 class Growing {
  public:
   explicit Growing(const Problem& p)
       : p_(p),
         in_(p.gpus.size(), false),
         gain_(p.gpus.size(), 0),
+        linked_gain_(p.gpus.size(), 0),
         numa_count_(64, 0) {}
 
   void Add(int v) {
+    linked_ += linked_gain_[v];
     score_ += gain_[v];
     row_sum_ += p_.row[v];
     if (numa_count_[p_.numa[v]]++ == 0) ++numa_nodes_;
     in_[v] = true;
     ++count_;
-    for (size_t j = 0; j < gain_.size(); ++j) gain_[j] += p_.w[j][v];
+    for (size_t j = 0; j < gain_.size(); ++j) {
+      gain_[j] += p_.w[j][v];
+      linked_gain_[j] += p_.linked[j][v];
+    }
   }
 
   void Remove(int v) {
     in_[v] = false;
     --count_;
-    for (size_t j = 0; j < gain_.size(); ++j) gain_[j] -= p_.w[j][v];
+    for (size_t j = 0; j < gain_.size(); ++j) {
+      gain_[j] -= p_.w[j][v];
+      linked_gain_[j] -= p_.linked[j][v];
+    }
+    linked_ -= linked_gain_[v];
     score_ -= gain_[v];
     row_sum_ -= p_.row[v];
     if (--numa_count_[p_.numa[v]] == 0) --numa_nodes_;
@@ -217,13 +236,15 @@ class Growing {
   Objective WithAdded(int v) const {
     const int64_t score = score_ + gain_[v];
     const int64_t row_sum = row_sum_ + p_.row[v];
-    return {score, Leftover(p_, score, row_sum),
+    return {linked_ + linked_gain_[v], Leftover(p_, score, row_sum), score,
             numa_nodes_ + (numa_count_[p_.numa[v]] == 0 ? 1 : 0)};
   }
 
   // The objective after swapping out `out` for `in`.
   // REQUIRES: out in the set, in not.
   Objective WithSwap(int out, int in) const {
+    const int linked =
+        linked_ - linked_gain_[out] + linked_gain_[in] - p_.linked[in][out];
     const int64_t score = score_ - gain_[out] + gain_[in] - p_.w[in][out];
     const int64_t row_sum = row_sum_ - p_.row[out] + p_.row[in];
     int nodes = numa_nodes_;
@@ -231,11 +252,11 @@ class Growing {
       if (numa_count_[p_.numa[out]] == 1) --nodes;
       if (numa_count_[p_.numa[in]] == 0) ++nodes;
     }
-    return {score, Leftover(p_, score, row_sum), nodes};
+    return {linked, Leftover(p_, score, row_sum), score, nodes};
   }
 
   Objective Current() const {
-    return {score_, Leftover(p_, score_, row_sum_), numa_nodes_};
+    return {linked_, Leftover(p_, score_, row_sum_), score_, numa_nodes_};
   }
 
   bool In(int v) const { return in_[v]; }
@@ -253,7 +274,9 @@ class Growing {
   const Problem& p_;
   std::vector<bool> in_;
   std::vector<int64_t> gain_;
+  std::vector<int> linked_gain_;
   std::vector<int> numa_count_;
+  int linked_ = 0;
   int64_t score_ = 0;
   int64_t row_sum_ = 0;
   int numa_nodes_ = 0;

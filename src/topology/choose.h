@@ -16,11 +16,15 @@ inline constexpr int kChooseExactLimit = 16;
 // Chooses `size` GPUs (indices into `topology`) among the usable GPUs of
 // `available` (unusable ones are skipped), containing all of `must_include`.
 // Among those sets it returns the one that, in this order:
-//   1. has the highest total PairScore over its pairs;
+//   1. has the most pairs joined by NVLink (Topology::NvLinked);
 //   2. leaves the best connected rest: the highest total PairScore over the
 //      pairs of the available usable GPUs not chosen;
-//   3. spans the fewest distinct NUMA nodes (unknown, -1, counts as one);
-//   4. is lexicographically smallest as a sorted index list.
+//   3. has the highest total PairScore over its own pairs;
+//   4. spans the fewest distinct NUMA nodes (unknown, -1, counts as one);
+//   5. is lexicographically smallest as a sorted index list.
+// (1) before (3): an NVLinked set is taken from GPUs that are already
+// broken up before one is cut out of a whole NVLink group, even when the
+// whole group would give this request more links; see docs/topology.md.
 // Exact when at most kChooseExactLimit usable GPUs are available (an
 // exhaustive walk over the sets with the objective kept incrementally:
 // C(16, 8) = 12870 sets at most). Above that, greedy growth from every

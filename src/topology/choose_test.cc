@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -12,155 +13,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "topology/topology.h"
+#include "topology/topology_testing.h"
 
 namespace gdp {
 namespace {
 
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
-
-Topology Make(int n) {
-  absl::StatusOr<Topology> t = Topology::Create(n);
-  EXPECT_TRUE(t.ok()) << t.status();
-  return *t;
-}
-
-// DGX-1 with V100 (hybrid cube-mesh), as in fake_nvml/machines/dgx1-v100:
-// 6 NVLinks per GPU; pairs of GPUs behind one PCIe switch; 0-3 on NUMA 0,
-// 4-7 on NUMA 1, one host bridge per socket.
-Topology Dgx1() {
-  Topology t = Make(8);
-  const int links[][3] = {{0, 1, 1}, {0, 2, 1}, {0, 3, 2}, {0, 4, 2},
-                          {1, 2, 2}, {1, 3, 1}, {1, 5, 2}, {2, 3, 2},
-                          {2, 6, 1}, {3, 7, 1}, {4, 5, 1}, {4, 6, 1},
-                          {4, 7, 2}, {5, 6, 2}, {5, 7, 1}, {6, 7, 2}};
-  for (const auto& l : links) t.SetNvLinks(l[0], l[1], l[2]);
-  for (int a = 0; a < 8; ++a) {
-    t.SetNumaNode(a, a / 4);
-    for (int b = a + 1; b < 8; ++b) {
-      t.SetPcie(a, b,
-                a / 2 == b / 2   ? PcieLevel::kSingle
-                : a / 4 == b / 4 ? PcieLevel::kHostBridge
-                                 : PcieLevel::kSystem);
-    }
-  }
-  return t;
-}
-
-// DGX-2: 16 V100 on one NVSwitch fabric (6 links each); PCIe switch per
-// pair, switch trees per 4, NUMA node per 8.
-Topology Dgx2() {
-  Topology t = Make(16);
-  for (int a = 0; a < 16; ++a) {
-    t.SetNumaNode(a, a / 8);
-    for (int b = a + 1; b < 16; ++b) {
-      t.SetNvSwitchLinks(a, b, 6);
-      t.SetPcie(a, b,
-                a / 2 == b / 2   ? PcieLevel::kSingle
-                : a / 4 == b / 4 ? PcieLevel::kMultiple
-                : a / 8 == b / 8 ? PcieLevel::kNode
-                                 : PcieLevel::kSystem);
-    }
-  }
-  return t;
-}
-
-// HGX H100: 8 H100 SXM on one NVSwitch fabric (18 links each), a PCIe
-// switch per GPU, NUMA node per 4.
-Topology HgxH100() {
-  Topology t = Make(8);
-  for (int a = 0; a < 8; ++a) {
-    t.SetNumaNode(a, a / 4);
-    for (int b = a + 1; b < 8; ++b) {
-      t.SetNvSwitchLinks(a, b, 18);
-      t.SetPcie(a, b, a / 4 == b / 4 ? PcieLevel::kNode : PcieLevel::kSystem);
-    }
-  }
-  return t;
-}
-
-// 4 PCIe GPUs: two behind each of two switches, one switch per NUMA node.
-Topology Pcie4() {
-  Topology t = Make(4);
-  for (int a = 0; a < 4; ++a) {
-    t.SetNumaNode(a, a / 2);
-    for (int b = a + 1; b < 4; ++b) {
-      t.SetPcie(a, b, a / 2 == b / 2 ? PcieLevel::kSingle : PcieLevel::kSystem);
-    }
-  }
-  return t;
-}
-
-// Random topologies with few distinct values, so ties are common.
-Topology RandomTopology(std::mt19937& rng, int n) {
-  Topology t = Make(n);
-  const PcieLevel levels[] = {PcieLevel::kInternal, PcieLevel::kSingle,
-                              PcieLevel::kMultiple, PcieLevel::kHostBridge,
-                              PcieLevel::kNode,     PcieLevel::kSystem};
-  std::uniform_int_distribution<int> pct(0, 99);
-  for (int a = 0; a < n; ++a) {
-    t.SetNumaNode(a, std::uniform_int_distribution<int>(-1, 2)(rng));
-    t.SetUsable(a, pct(rng) < 90);
-    for (int b = a + 1; b < n; ++b) {
-      if (pct(rng) < 30) t.SetNvLinks(a, b, 1 + pct(rng) % 2);
-      if (pct(rng) < 10) t.SetNvSwitchLinks(a, b, 1);
-      t.SetPcie(a, b, levels[pct(rng) % 6]);
-    }
-  }
-  return t;
-}
-
-// The reference: every set of `size` usable available GPUs holding
-// must_include, ranked by score, then leftover score, then fewest NUMA
-// nodes, then lexicographically. Empty when there is none.
-std::vector<int> BruteForce(const Topology& t, const std::vector<int>& avail,
-                            const std::vector<int>& must, int size) {
-  std::vector<int> usable;
-  for (int g : avail) {
-    if (t.Usable(g)) usable.push_back(g);
-  }
-  std::sort(usable.begin(), usable.end());
-  const int n = static_cast<int>(usable.size());
-  std::vector<int> best;
-  int64_t best_score = 0, best_left = 0;
-  int best_numa = 0;
-  for (uint32_t mask = 0; mask < (uint32_t{1} << n); ++mask) {
-    if (std::popcount(mask) != size) continue;
-    std::vector<int> in, out;
-    for (int i = 0; i < n; ++i) {
-      ((mask >> i) & 1 ? in : out).push_back(usable[i]);
-    }
-    bool has_must = std::all_of(must.begin(), must.end(), [&](int g) {
-      return std::find(in.begin(), in.end(), g) != in.end();
-    });
-    if (!has_must) continue;
-    auto total = [&](const std::vector<int>& s) {
-      int64_t sum = 0;
-      for (size_t i = 0; i < s.size(); ++i) {
-        for (size_t j = i + 1; j < s.size(); ++j) {
-          sum += t.PairScore(s[i], s[j]);
-        }
-      }
-      return sum;
-    };
-    const int64_t score = total(in), left = total(out);
-    std::set<int> nodes;
-    for (int g : in) nodes.insert(t.NumaNode(g));
-    const int numa = static_cast<int>(nodes.size());
-    bool better = best.empty() || score > best_score ||
-                  (score == best_score &&
-                   (left > best_left ||
-                    (left == best_left &&
-                     (numa < best_numa || (numa == best_numa && in < best)))));
-    if (better) {
-      best = in;
-      best_score = score;
-      best_left = left;
-      best_numa = numa;
-    }
-  }
-  return best;
-}
 
 // For many seeded availability and must-include sets and every size,
 // Choose must equal the brute force.
@@ -225,6 +84,59 @@ TEST(ChooseTest, MatchesBruteForceOnRandomSixteen) {
   for (int i = 0; i < 3; ++i) {
     CompareWithBruteForce(RandomTopology(rng, 16), rng, 2);
   }
+}
+
+// Fragmentation on a DGX-1: random sequences of 1-, 2- and 4-GPU pods
+// arriving and leaving, where 1- and 2-GPU pods never hold more than 4
+// GPUs together and at most one 4-GPU pod runs at a time. Then a fully
+// NVLinked quad could always have been kept free (all small pods in one
+// quad), and every 4-GPU pod must get one: {0,1,2,3} or {4,5,6,7}.
+TEST(ChooseTest, KeepsNvLinkQuadsForFourGpuPods) {
+  const Topology t = Dgx1();
+  const std::vector<int> quad_a = {0, 1, 2, 3}, quad_b = {4, 5, 6, 7};
+  std::mt19937 rng(8);
+  int quads_placed = 0;
+  for (int run = 0; run < 200; ++run) {
+    std::vector<std::vector<int>> pods;
+    std::vector<bool> used(8, false);
+    std::string history;
+    for (int step = 0; step < 40; ++step) {
+      int small = 0;
+      bool has_quad = false;
+      for (const auto& p : pods) {
+        if (p.size() == 4) {
+          has_quad = true;
+        } else {
+          small += static_cast<int>(p.size());
+        }
+      }
+      const int sizes[] = {1, 2, 4};
+      const int size = sizes[rng() % 3];
+      const bool fits = size == 4 ? !has_quad : small + size <= 4;
+      if (!fits || (rng() % 3 == 0 && !pods.empty())) {
+        if (pods.empty()) continue;
+        const size_t victim = rng() % pods.size();
+        for (int g : pods[victim]) used[g] = false;
+        history += " -{" + absl::StrJoin(pods[victim], ",") + "}";
+        pods.erase(pods.begin() + static_cast<long>(victim));
+        continue;
+      }
+      std::vector<int> free;
+      for (int g = 0; g < 8; ++g) {
+        if (!used[g]) free.push_back(g);
+      }
+      absl::StatusOr<std::vector<int>> got = Choose(t, free, {}, size);
+      ASSERT_TRUE(got.ok()) << got.status() << history;
+      history += " +{" + absl::StrJoin(*got, ",") + "}";
+      if (size == 4) {
+        ASSERT_TRUE(*got == quad_a || *got == quad_b) << history;
+        ++quads_placed;
+      }
+      for (int g : *got) used[g] = true;
+      pods.push_back(*got);
+    }
+  }
+  EXPECT_GT(quads_placed, 500);
 }
 
 struct Case {

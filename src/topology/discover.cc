@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -91,6 +92,13 @@ Topology DiscoverTopology(const Nvml& nvml, const NodeGpus& node) {
     }
   }
   return t;
+}
+
+NodeTopology DiscoverNodeTopology(const Nvml& nvml, const NodeGpus& node) {
+  Topology t = DiscoverTopology(nvml, node);
+  std::vector<std::string> uuids;
+  for (int i = 0; i < t.num_gpus(); ++i) uuids.push_back(node.gpus[i].uuid);
+  return NodeTopology(std::move(t), std::move(uuids));
 }
 
 }  // namespace gdp

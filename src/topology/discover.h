@@ -5,6 +5,7 @@
 
 #include "device/gpu.h"
 #include "nvml/nvml.h"
+#include "topology/node_topology.h"
 #include "topology/topology.h"
 
 namespace gdp {
@@ -19,6 +20,10 @@ namespace gdp {
 // PCIe relation cannot be read stays SYSTEM. Without NVML's topology entry
 // points every pair is SYSTEM with no links.
 Topology DiscoverTopology(const Nvml& nvml, const NodeGpus& node);
+
+// DiscoverTopology with each position's GPU UUID (the first
+// Topology::kMaxGpus GPUs of node.gpus).
+NodeTopology DiscoverNodeTopology(const Nvml& nvml, const NodeGpus& node);
 
 }  // namespace gdp
 

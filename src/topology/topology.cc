@@ -82,6 +82,11 @@ bool Topology::Usable(int gpu) const {
   return usable_[gpu];
 }
 
+bool Topology::NvLinked(int a, int b) const {
+  const PairLink& l = Link(a, b);
+  return l.nvlinks + l.nvswitch_links > 0;
+}
+
 int64_t Topology::PairScore(int a, int b) const {
   const PairLink& l = Link(a, b);
   int64_t score =

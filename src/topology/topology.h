@@ -78,6 +78,10 @@ class Topology {
   // Symmetric, >= 0. REQUIRES: indices in range, a != b.
   int64_t PairScore(int a, int b) const;
 
+  // True when a and b are joined by NVLink, directly or through a shared
+  // NVSwitch fabric. REQUIRES: indices in range, a != b.
+  bool NvLinked(int a, int b) const;
+
  private:
   int Index(int a, int b) const;
 
