@@ -32,8 +32,9 @@ bool PluginSpec::SameDefinition(const PluginSpec& o) const {
          policy == o.policy;
 }
 
-PluginManager::PluginManager(LifecycleOptions lifecycle)
-    : lifecycle_(std::move(lifecycle)) {}
+PluginManager::PluginManager(LifecycleOptions lifecycle,
+                             std::shared_ptr<const SharedTopology> topology)
+    : lifecycle_(std::move(lifecycle)), topology_(std::move(topology)) {}
 
 PluginManager::~PluginManager() { StopAll(); }
 
@@ -57,7 +58,8 @@ absl::StatusOr<std::unique_ptr<PluginManager::Plugin>> PluginManager::Start(
   options.resource_name = spec.resource.name;
   DeviceSet* set = p->devices.get();
   const Allocator* allocator = p->allocator.get();
-  ServiceOptions service{.shared_allocation_policy = spec.policy};
+  ServiceOptions service{.shared_allocation_policy = spec.policy,
+                         .topology = topology_};
   std::string resource_name = spec.resource.name;
   // The kubelet's DevicePlugin service and our DeviceStatus service (health
   // reasons for dpctl) share the socket.

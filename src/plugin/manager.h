@@ -18,6 +18,7 @@
 #include "plugin/allocator.h"
 #include "plugin/lifecycle.h"
 #include "resources/resources.h"
+#include "topology/node_topology.h"
 
 namespace gdp {
 
@@ -36,7 +37,11 @@ class PluginManager {
  public:
   // `lifecycle` is the template for every resource's lifecycle
   // (kubelet_socket, backoff); socket and resource names come from specs.
-  explicit PluginManager(LifecycleOptions lifecycle);
+  // `topology`, when not null, is every resource's GPU topology for
+  // GetPreferredAllocation (see ServiceOptions).
+  explicit PluginManager(
+      LifecycleOptions lifecycle,
+      std::shared_ptr<const SharedTopology> topology = nullptr);
 
   // Stops every plugin and removes its socket.
   ~PluginManager();
@@ -71,6 +76,7 @@ class PluginManager {
                                                 const Plugin* previous);
 
   const LifecycleOptions lifecycle_;
+  const std::shared_ptr<const SharedTopology> topology_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<Plugin>> plugins_ ABSL_GUARDED_BY(mu_);
 };

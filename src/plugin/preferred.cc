@@ -1,13 +1,16 @@
 #include "plugin/preferred.h"
 
 #include <algorithm>
-#include <functional>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "plugin/gpu_choice.h"
+#include "plugin/replica_chooser.h"
 
 namespace gdp {
 namespace {
@@ -62,152 +65,54 @@ std::vector<size_t> ChooseByNuma(const DeviceList& list, const IdSet& avail,
   return chosen;
 }
 
-// One physical unit (GPU or MIG device) and its replicas.
-struct Unit {
-  size_t first = 0;  // list index of its first device: the tie-break order
-  int numa_node = -1;
-  int total = 0;             // its devices in the list
-  int in_answer = 0;         // must-include and chosen devices
-  std::vector<size_t> free;  // available, not must-include; list order
-  size_t next = 0;           // free[next..] are not chosen yet
+// Whole GPUs by topology: the positions of the available devices, or false
+// when one of them is not a whole GPU the topology knows (then NUMA
+// decides).
+bool Positions(const DeviceList& list, const NodeTopology& topology,
+               const IdSet& avail, std::vector<int>* positions,
+               std::vector<size_t>* by_position) {
+  by_position->assign(topology.topology().num_gpus(), SIZE_MAX);
+  for (size_t i = 0; i < list.devices.size(); ++i) {
+    const Device& d = list.devices[i];
+    if (!avail.contains(d.id)) continue;
+    const int p = d.mig_gi < 0 ? topology.Find(d.gpu_uuid) : -1;
+    if (p < 0 || (*by_position)[p] != SIZE_MAX) return false;
+    (*by_position)[p] = i;
+    positions->push_back(p);
+  }
+  return true;
+}
 
-  int Free() const { return static_cast<int>(free.size() - next); }
-  int Load() const { return total - Free(); }
-};
-
-// Chooses replicas unit by unit for one request (see the header).
-class ReplicaChooser {
- public:
-  ReplicaChooser(const DeviceList& list, const IdSet& avail,
-                 const std::vector<std::string>& must_include,
-                 const IdSet& must) {
-    absl::flat_hash_map<std::string, size_t> index;  // visible_id -> units_
-    for (size_t i = 0; i < list.devices.size(); ++i) {
-      const Device& d = list.devices[i];
-      auto [it, added] = index.try_emplace(d.visible_id, units_.size());
-      if (added) {
-        units_.emplace_back();
-        units_.back().first = i;
-        units_.back().numa_node = d.numa_node;
-      }
-      Unit& u = units_[it->second];
-      u.total++;
-      if (avail.contains(d.id) && !must.contains(d.id)) u.free.push_back(i);
-    }
-    for (const std::string& id : must_include) {
-      const Device* d = list.Find(id);
-      units_[index.at(d->visible_id)].in_answer++;
-      AddToNode(d->numa_node);
+// Whole devices by topology (see ChooseGpus); std::nullopt when the
+// topology does not cover them. Returns indexes into list.devices, not
+// including must_include.
+std::optional<std::vector<size_t>> ChooseByTopology(
+    const DeviceList& list, const NodeTopology& topology, const IdSet& avail,
+    const std::vector<std::string>& must_include, const IdSet& must, int size) {
+  std::vector<int> available;
+  std::vector<size_t> by_position;
+  if (!Positions(list, topology, avail, &available, &by_position)) {
+    return std::nullopt;
+  }
+  std::vector<int> forced;
+  for (const std::string& id : must_include) {
+    forced.push_back(topology.Find(list.Find(id)->gpu_uuid));
+  }
+  std::vector<size_t> out;
+  for (int p : ChooseGpus(topology.topology(), available, forced, size)) {
+    if (!must.contains(list.devices[by_position[p]].id)) {
+      out.push_back(by_position[p]);
     }
   }
-
-  std::vector<size_t> Distributed(int need) {
-    for (; need > 0; --need) {
-      Unit* best = nullptr;
-      for (Unit& u : units_) {
-        if (u.Free() == 0) continue;
-        if (best == nullptr ||
-            std::tuple(u.in_answer, u.Load(), -Affinity(u), u.first) <
-                std::tuple(best->in_answer, best->Load(), -Affinity(*best),
-                           best->first)) {
-          best = &u;
-        }
-      }
-      Take(*best, 1);  // size <= available guarantees a free device
-    }
-    return chosen_;
-  }
-
-  std::vector<size_t> Packed(int need) {
-    // The units already in the answer cost no further unit: fill them first.
-    for (Unit* u : Ordered([](const Unit& u) { return u.in_answer > 0; })) {
-      if (need == 0) break;
-      int n = std::min(need, u->Free());
-      Take(*u, n);
-      need -= n;
-    }
-    auto outside = [](const Unit& u) { return u.in_answer == 0; };
-    int units_left = FewestUnits(Ordered(outside), nullptr, need);
-    while (need > 0) {
-      // The most loaded unit that keeps the fewest units possible. The unit
-      // with the most free devices always does, so `pick` is found.
-      std::vector<Unit*> rest = Ordered(outside);
-      Unit* pick = rest.front();
-      for (Unit* u : rest) {
-        int left = need - std::min(need, u->Free());
-        if (left == 0 || FewestUnits(rest, u, left) <= units_left - 1) {
-          pick = u;
-          break;
-        }
-      }
-      int take = std::min(need, pick->Free());
-      Take(*pick, take);
-      need -= take;
-      units_left--;
-    }
-    return chosen_;
-  }
-
- private:
-  // Units with free devices that pass `keep`, most loaded first (packed's
-  // preference), then by NUMA affinity and list order.
-  std::vector<Unit*> Ordered(const std::function<bool(const Unit&)>& keep) {
-    std::vector<Unit*> out;
-    for (Unit& u : units_) {
-      if (u.Free() > 0 && keep(u)) out.push_back(&u);
-    }
-    std::sort(out.begin(), out.end(), [this](const Unit* a, const Unit* b) {
-      return std::tuple(-a->Load(), a->Free(), -Affinity(*a), a->first) <
-             std::tuple(-b->Load(), b->Free(), -Affinity(*b), b->first);
-    });
-    return out;
-  }
-
-  // The fewest units of `units` other than `skip` whose free devices add
-  // up to `need`; more than units.size() when they cannot.
-  static int FewestUnits(const std::vector<Unit*>& units, const Unit* skip,
-                         int need) {
-    std::vector<int> frees;
-    for (const Unit* u : units) {
-      if (u != skip) frees.push_back(u->Free());
-    }
-    std::sort(frees.rbegin(), frees.rend());
-    int count = 0;
-    for (int f : frees) {
-      if (need <= 0) break;
-      need -= f;
-      count++;
-    }
-    return need <= 0 ? count : static_cast<int>(units.size()) + 1;
-  }
-
-  void Take(Unit& u, int n) {
-    for (int k = 0; k < n; ++k) chosen_.push_back(u.free[u.next++]);
-    u.in_answer += n;
-    for (int k = 0; k < n; ++k) AddToNode(u.numa_node);
-  }
-
-  void AddToNode(int numa_node) {
-    if (numa_node >= 0) on_node_[numa_node]++;
-  }
-
-  // How many devices of the answer so far share u's NUMA node.
-  int Affinity(const Unit& u) const {
-    auto it = on_node_.find(u.numa_node);
-    return it == on_node_.end() ? 0 : it->second;
-  }
-
-  std::vector<Unit> units_;
-  absl::flat_hash_map<int, int> on_node_;  // NUMA node -> answer devices
-  std::vector<size_t> chosen_;
-};
+  return out;
+}
 
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> PreferredAllocation(
     const DeviceList& list, const std::vector<std::string>& available,
     const std::vector<std::string>& must_include, int size,
-    SharedAllocationPolicy policy) {
+    SharedAllocationPolicy policy, const NodeTopology* topology) {
   if (size < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("allocation_size must be at least 1, got ", size));
@@ -251,9 +156,16 @@ absl::StatusOr<std::vector<std::string>> PreferredAllocation(
   const int need = size - static_cast<int>(must_include.size());
   std::vector<size_t> chosen;
   if (!replicas) {
-    chosen = ChooseByNuma(list, avail, must_include, must, need);
+    std::optional<std::vector<size_t>> by_topology;
+    if (topology != nullptr) {
+      by_topology =
+          ChooseByTopology(list, *topology, avail, must_include, must, size);
+    }
+    chosen = by_topology.has_value()
+                 ? *std::move(by_topology)
+                 : ChooseByNuma(list, avail, must_include, must, need);
   } else {
-    ReplicaChooser chooser(list, avail, must_include, must);
+    ReplicaChooser chooser(list, avail, must_include, must, topology);
     chosen = policy == SharedAllocationPolicy::kPacked
                  ? chooser.Packed(need)
                  : chooser.Distributed(need);

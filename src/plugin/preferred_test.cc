@@ -7,6 +7,9 @@
 #include <map>
 #include <random>
 #include <set>
+#include <utility>
+
+#include "topology/topology_testing.h"
 
 namespace gdp {
 namespace {
@@ -203,9 +206,11 @@ TEST(PreferredTest, Replicas) {
   }
 }
 
-// Random nodes, availability, requests and must-include sets (seeded):
-// distributed always spans min(size, units among the available) units;
-// packed always spans the fewest units possible.
+// Random nodes, availability, requests and must-include sets (seeded), with
+// and without a random topology of the units: distributed always spans
+// min(size, units among the available) units, never passing over a less
+// loaded unit for a more loaded one; packed always spans the fewest units
+// possible.
 TEST(PreferredTest, ReplicaPolicyGuarantees) {
   std::mt19937 rng(20240611);
   auto uniform = [&](int lo, int hi) {
@@ -221,6 +226,7 @@ TEST(PreferredTest, ReplicaPolicyGuarantees) {
       for (int k = 0; k < replicas; ++k) {
         Device d;
         d.visible_id = "GPU-" + std::to_string(u);
+        d.gpu_uuid = d.visible_id;
         d.id = d.visible_id + "::" + std::to_string(k);
         d.replica = k;
         d.numa_node = numa;
@@ -229,6 +235,9 @@ TEST(PreferredTest, ReplicaPolicyGuarantees) {
     }
     std::shuffle(devices.begin(), devices.end(), rng);
     DeviceList list(devices);
+    std::vector<std::string> uuids;
+    for (int u = 0; u < units; ++u) uuids.push_back("GPU-" + std::to_string(u));
+    const NodeTopology topology(RandomTopology(rng, units), uuids);
 
     double p = uniform(1, 10) / 10.0;
     std::vector<std::string> available;
@@ -255,8 +264,13 @@ TEST(PreferredTest, ReplicaPolicyGuarantees) {
     }
     int need = size - static_cast<int>(must.size());
 
-    for (Policy policy : {Policy::kDistributed, Policy::kPacked}) {
-      auto r = PreferredAllocation(list, available, must, size, policy);
+    for (auto [policy, topo] :
+         {std::pair(Policy::kDistributed, (const NodeTopology*)nullptr),
+          std::pair(Policy::kPacked, (const NodeTopology*)nullptr),
+          std::pair(Policy::kDistributed, &topology),
+          std::pair(Policy::kPacked, &topology)}) {
+      SCOPED_TRACE(topo == nullptr ? "no topology" : "topology");
+      auto r = PreferredAllocation(list, available, must, size, policy, topo);
       ASSERT_TRUE(r.ok()) << r.status();
       ASSERT_EQ(r->size(), static_cast<size_t>(size));
       ASSERT_TRUE(std::equal(must.begin(), must.end(), r->begin()));
@@ -269,11 +283,26 @@ TEST(PreferredTest, ReplicaPolicyGuarantees) {
         used.insert(list.Find(id)->visible_id);
       }
       // Deterministic.
-      EXPECT_EQ(*r, *PreferredAllocation(list, available, must, size, policy));
+      EXPECT_EQ(
+          *r, *PreferredAllocation(list, available, must, size, policy, topo));
 
       if (policy == Policy::kDistributed) {
         size_t spanned = std::min<size_t>(size, free.size());
         EXPECT_EQ(used.size(), spanned) << "distributed";
+        // Load of a unit outside must-include: its devices not available.
+        std::map<std::string, int> load;
+        for (const Device& d : devices) load[d.visible_id]++;
+        for (const auto& [unit, n] : free) load[unit] -= n;
+        int max_used = -1, min_unused = 1 << 20;
+        for (const auto& [unit, n] : free) {
+          if (must_units.count(unit)) continue;
+          if (used.count(unit)) {
+            max_used = std::max(max_used, load[unit]);
+          } else {
+            min_unused = std::min(min_unused, load[unit]);
+          }
+        }
+        EXPECT_LE(max_used, min_unused) << "distributed passed over a unit";
       } else {
         // Fill the must-include units, then the fewest others.
         int left = need;

@@ -145,11 +145,13 @@ grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
     const v1beta1::PreferredAllocationRequest* req,
     v1beta1::PreferredAllocationResponse* resp) {
   std::shared_ptr<const DeviceList> list = devices_.Get();
+  std::shared_ptr<const NodeTopology> topology =
+      options_.topology != nullptr ? options_.topology->Get() : nullptr;
   for (int i = 0; i < req->container_requests_size(); ++i) {
     const auto& c = req->container_requests(i);
     auto chosen = PreferredAllocation(
         *list, Ids(c.available_deviceids()), Ids(c.must_include_deviceids()),
-        c.allocation_size(), options_.shared_allocation_policy);
+        c.allocation_size(), options_.shared_allocation_policy, topology.get());
     if (!chosen.ok()) {
       LOG_WARN("GetPreferredAllocation refused (container request {}): {}", i,
                chosen.status().message());

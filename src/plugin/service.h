@@ -3,9 +3,12 @@
 #ifndef GDP_PLUGIN_SERVICE_H_
 #define GDP_PLUGIN_SERVICE_H_
 
+#include <memory>
+
 #include "config/config.h"
 #include "device/device_set.h"
 #include "plugin/allocator.h"
+#include "topology/node_topology.h"
 #include "v1beta1/api.grpc.pb.h"
 
 namespace gdp {
@@ -16,6 +19,10 @@ struct ServiceOptions {
   // How GetPreferredAllocation places replicas on physical units.
   SharedAllocationPolicy shared_allocation_policy =
       SharedAllocationPolicy::kDistributed;
+  // The node's GPU topology for GetPreferredAllocation, read on each call
+  // (so a rediscovered topology applies without a restart); null or empty:
+  // NUMA only.
+  std::shared_ptr<const SharedTopology> topology;
 };
 
 // Thread-safe (gRPC calls it from its own threads). A new instance is made
@@ -36,7 +43,8 @@ class DevicePluginService final
       grpc::CallbackServerContext* ctx, const v1beta1::Empty* req) override;
 
   // Answers each container request with PreferredAllocation under
-  // options.shared_allocation_policy; an invalid one fails the whole call
+  // options.shared_allocation_policy and the current options.topology;
+  // an invalid one fails the whole call
   // with INVALID_ARGUMENT naming the container request.
   grpc::ServerUnaryReactor* GetPreferredAllocation(
       grpc::CallbackServerContext* ctx,

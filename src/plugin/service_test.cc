@@ -212,8 +212,9 @@ class SharedServiceTest : public ServiceTest {
   void SetUp() override {
     Serve(std::make_unique<DevicePluginService>(
         shared_, shared_allocator_,
-        ServiceOptions{.shared_allocation_policy =
-                           SharedAllocationPolicy::kPacked}));
+        ServiceOptions{
+            .shared_allocation_policy = SharedAllocationPolicy::kPacked,
+            .topology = nullptr}));
   }
 
   DeviceSet shared_{SharedDevices()};
@@ -274,6 +275,48 @@ TEST_F(SharedServiceTest, PreferredAllocationUsesThePolicy) {
                         {}, 2, &chosen)
                   .ok());
   EXPECT_THAT(chosen, ::testing::ElementsAre("GPU-0::0", "GPU-1::2"));
+}
+
+// GetPreferredAllocation reads the topology on every call: a new one
+// applies at once, and none at all means NUMA only.
+class TopologyServiceTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    std::vector<Device> devices = Devices();
+    for (Device& d : devices) d.gpu_uuid = d.id;
+    gpus_ = std::make_unique<DeviceSet>(devices);
+    Serve(std::make_unique<DevicePluginService>(
+        *gpus_, allocator_,
+        ServiceOptions{
+            .shared_allocation_policy = SharedAllocationPolicy::kDistributed,
+            .topology = topology_}));
+  }
+
+  // Three GPUs with one NVLink between `a` and `b`.
+  void Link(int a, int b) {
+    Topology t = *Topology::Create(3);
+    t.SetNvLinks(a, b, 1);
+    topology_->Set(std::make_shared<NodeTopology>(
+        t, std::vector<std::string>{"GPU-0", "GPU-1", "GPU-2"}));
+  }
+
+  std::unique_ptr<DeviceSet> gpus_;
+  std::shared_ptr<SharedTopology> topology_ =
+      std::make_shared<SharedTopology>();
+};
+
+TEST_F(TopologyServiceTest, UsesTheCurrentTopology) {
+  const std::vector<std::string> all = {"GPU-0", "GPU-1", "GPU-2"};
+  std::vector<std::string> chosen;
+  // No topology yet: NUMA decides (each GPU is alone on its node).
+  ASSERT_TRUE(Preferred(all, {}, 2, &chosen).ok());
+  EXPECT_THAT(chosen, ::testing::ElementsAre("GPU-0", "GPU-2"));
+  Link(1, 2);
+  ASSERT_TRUE(Preferred(all, {}, 2, &chosen).ok());
+  EXPECT_THAT(chosen, ::testing::ElementsAre("GPU-1", "GPU-2"));
+  Link(0, 1);
+  ASSERT_TRUE(Preferred(all, {}, 2, &chosen).ok());
+  EXPECT_THAT(chosen, ::testing::ElementsAre("GPU-0", "GPU-1"));
 }
 
 }  // namespace
