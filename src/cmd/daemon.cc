@@ -13,6 +13,7 @@
 #include "health/apply.h"
 #include "health/xid_policy.h"
 #include "resources/resources.h"
+#include "topology/discover.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -105,9 +106,11 @@ Daemon::Daemon(const Nvml& nvml, Config config)
       health_(XidPolicy::FromEnvironment(config_.disable_healthchecks,
                                          config_.enable_healthchecks),
               TrackerOptions(config_)),
+      topology_(std::make_shared<SharedTopology>()),
       manager_(LifecycleOptions{.kubelet_socket = config_.kubelet_socket,
                                 .socket_name = "",
-                                .resource_name = ""}) {}
+                                .resource_name = ""},
+               topology_) {}
 
 Daemon::~Daemon() {
   if (monitor_ != nullptr) monitor_->Stop();
@@ -136,6 +139,27 @@ absl::Status Daemon::Start(NodeGpus node) {
 void Daemon::PushHealth() {
   absl::MutexLock lock(&health_mu_);
   PushHealthLocked();
+  // A GPU whose links could not be read may answer again now.
+  std::shared_ptr<const NodeTopology> t = topology_->Get();
+  if (t != nullptr && t->AnyUnusable() && topology_node_ != nullptr) {
+    DiscoverTopologyLocked(topology_node_);
+  }
+}
+
+void Daemon::DiscoverTopologyLocked(std::shared_ptr<const NodeGpus> node) {
+  auto t =
+      std::make_shared<const NodeTopology>(DiscoverNodeTopology(nvml_, *node));
+  std::shared_ptr<const NodeTopology> old = topology_->Get();
+  if (old == nullptr || old->AnyUnusable() != t->AnyUnusable()) {
+    int usable = 0;
+    for (int i = 0; i < t->topology().num_gpus(); ++i) {
+      usable += t->topology().Usable(i) ? 1 : 0;
+    }
+    LOG_INFO("Topology: {} of {} GPU(s) ranked by NVLink, PCIe and NUMA",
+             usable, t->topology().num_gpus());
+  }
+  topology_node_ = std::move(node);
+  topology_->Set(std::move(t));
 }
 
 void Daemon::PushHealthLocked() {
@@ -185,6 +209,7 @@ absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
     specs.push_back(std::move(s));
   }
   absl::MutexLock lock(&health_mu_);
+  DiscoverTopologyLocked(std::make_shared<const NodeGpus>(node));
   absl::Status applied = manager_.Apply(std::move(specs));
   PushHealthLocked();  // catches changes made while building
   return applied;

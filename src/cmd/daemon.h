@@ -3,7 +3,10 @@
 // CDI spec, and on reload changes only what the new config changes. Owns
 // GPU health: one HealthTracker for its life (keyed by physical GPU, so
 // health survives reloads and kubelet restarts) and the HealthMonitor
-// thread that feeds it; every change is pushed into every resource.
+// thread that feeds it; every change is pushed into every resource. Owns
+// the GPU topology every resource's GetPreferredAllocation reads: read
+// through NVML on start and on every reload, and again on a health change
+// while some GPU's links could not be read.
 #ifndef GDP_CMD_DAEMON_H_
 #define GDP_CMD_DAEMON_H_
 
@@ -19,6 +22,7 @@
 #include "health/tracker.h"
 #include "nvml/nvml.h"
 #include "plugin/manager.h"
+#include "topology/node_topology.h"
 
 namespace gdp {
 
@@ -54,6 +58,9 @@ class Daemon {
   // Sets every running resource's device health from the tracker.
   void PushHealth() ABSL_LOCKS_EXCLUDED(health_mu_);
   void PushHealthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
+  // Reads the topology of `node` and makes it the one plugins use.
+  void DiscoverTopologyLocked(std::shared_ptr<const NodeGpus> node)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
 
   const Nvml& nvml_;
   Config config_;
@@ -63,6 +70,9 @@ class Daemon {
   // a DeviceSet from PluginManager::Devices is valid until the next Apply.
   // Never held while calling a mutating HealthTracker method.
   absl::Mutex health_mu_;
+  // What the topology was read from (health changes read it again).
+  std::shared_ptr<const NodeGpus> topology_node_ ABSL_GUARDED_BY(health_mu_);
+  const std::shared_ptr<SharedTopology> topology_;
   PluginManager manager_;  // guarded by health_mu_ for Apply
   std::unique_ptr<HealthMonitor> monitor_;
   std::thread monitor_thread_;
