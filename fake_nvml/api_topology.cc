@@ -1,4 +1,6 @@
 // Exported NVML entry points: PCIe topology and NVLink.
+#include <optional>
+
 #include "fake_nvml/api_call.h"
 #include "fake_nvml/machine.h"
 #include "fake_nvml/nvml_exports.h"
@@ -7,10 +9,15 @@ namespace fn = gdp::fake_nvml;
 
 namespace {
 
-// Finds link `link` of the call's GPU: NOT_SUPPORTED when the GPU has no
-// NVLink, INVALID_ARGUMENT when `link` is past its last link.
+// Finds link `link` of the call's GPU: the GPU's "fail-nvlink" code while
+// that fault is active, NOT_SUPPORTED when the GPU has no NVLink,
+// INVALID_ARGUMENT when `link` is past its last link.
 nvmlReturn_t FindLink(const fn::ApiCall& call, unsigned link,
                       const fn::NvLink** out) {
+  if (std::optional<nvmlReturn_t> failure =
+          call.session().nvlink_failure(call.index())) {
+    return *failure;
+  }
   const std::vector<fn::NvLink>& links = call.gpu().nvlinks;
   if (links.empty()) return NVML_ERROR_NOT_SUPPORTED;
   if (link >= links.size()) return NVML_ERROR_INVALID_ARGUMENT;

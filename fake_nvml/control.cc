@@ -35,9 +35,13 @@ void Apply(const ControlCommand& command, Session& session)
     case Kind::kFailMig:
       session.set_mig_failure(command.gpu, command.mig, command.code);
       break;
+    case Kind::kFailNvLink:
+      session.set_nvlink_failure(command.gpu, command.code);
+      break;
     case Kind::kRecover:
       session.set_failure(std::nullopt);
       session.clear_mig_failures();
+      session.clear_nvlink_failures();
       break;
   }
 }

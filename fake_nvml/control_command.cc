@@ -16,7 +16,7 @@ namespace {
 constexpr const char* kUsage =
     "expected lose <gpu> | restore <gpu> | xid <gpu> <xid> [<gi> <ci>] | "
     "ecc <gpu> single|double | fail <code> | fail-mig <gpu> <mig> <code> | "
-    "recover";
+    "fail-nvlink <gpu> <code> | recover";
 
 bool IsDefinedFailure(int code) {
   return (code >= NVML_ERROR_UNINITIALIZED &&
@@ -83,11 +83,13 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
           "ecc error kind must be single or double, not \"", words[2], "\""));
     }
     command.double_bit = words[2] == "double";
-  } else if (verb == "fail" || verb == "fail-mig") {
+  } else if (verb == "fail" || verb == "fail-mig" || verb == "fail-nvlink") {
     const bool mig = verb == "fail-mig";
-    if (args != (mig ? 3u : 1u)) return WrongArgs(verb);
-    command.kind =
-        mig ? ControlCommand::Kind::kFailMig : ControlCommand::Kind::kFail;
+    const unsigned want = mig ? 3u : verb == "fail-nvlink" ? 2u : 1u;
+    if (args != want) return WrongArgs(verb);
+    command.kind = mig                     ? ControlCommand::Kind::kFailMig
+                   : verb == "fail-nvlink" ? ControlCommand::Kind::kFailNvLink
+                                           : ControlCommand::Kind::kFail;
     if (mig) {
       if (absl::Status s =
               ParseNumber(words[2], "MIG device index", &command.mig);

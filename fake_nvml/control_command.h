@@ -7,7 +7,9 @@
 //   fail <code>                every call returns nvmlReturn_t <code>
 //   fail-mig <gpu> <mig> <code>  every call about MIG device <mig> of the GPU
 //                              returns <code>
-//   recover                    ends "fail" and every "fail-mig"
+//   fail-nvlink <gpu> <code>   every NVLink call about the GPU returns <code>
+//   recover                    ends "fail", every "fail-mig" and
+//                              every "fail-nvlink"
 // Blank lines and lines starting with '#' are ignored.
 #ifndef GDP_FAKE_NVML_CONTROL_COMMAND_H_
 #define GDP_FAKE_NVML_CONTROL_COMMAND_H_
@@ -21,16 +23,25 @@
 namespace gdp::fake_nvml {
 
 struct ControlCommand {
-  enum class Kind { kLose, kRestore, kXid, kEcc, kFail, kFailMig, kRecover };
+  enum class Kind {
+    kLose,
+    kRestore,
+    kXid,
+    kEcc,
+    kFail,
+    kFailMig,
+    kFailNvLink,
+    kRecover
+  };
 
   Kind kind = Kind::kRecover;
-  unsigned gpu = 0;                        // lose, restore, xid, ecc, fail-mig
+  unsigned gpu = 0;                        // all but fail and recover
   unsigned mig = 0;                        // fail-mig: the MIG device index
   unsigned long long xid = 0;              // xid
   unsigned gpu_instance = 0xFFFFFFFF;      // xid; 0xFFFFFFFF if not given
   unsigned compute_instance = 0xFFFFFFFF;  // xid; 0xFFFFFFFF if not given
   bool double_bit = false;                 // ecc
-  nvmlReturn_t code = NVML_SUCCESS;        // fail, fail-mig: a defined code
+  nvmlReturn_t code = NVML_SUCCESS;        // fail*: a defined code
                                            // other than NVML_SUCCESS
 
   // Whether the command names a GPU (to be range-checked by the caller).

@@ -1,6 +1,6 @@
 // NVLink queries: the DGX-1 hybrid cube-mesh, the NVSwitch fabrics of the
 // DGX A100, DGX-2 and HGX H100, GPUs without NVLink, argument errors,
-// inactive links, lost GPUs.
+// inactive links, lost GPUs, failing link calls.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -345,6 +345,32 @@ TEST_F(NvLinkTest, LostGpu) {
   EXPECT_EQ(NVML(nvmlDeviceGetNvLinkRemoteDeviceType)(Device(0), 0, &type),
             NVML_SUCCESS);
   EXPECT_EQ(type, NVML_NVLINK_DEVICE_TYPE_GPU);
+}
+
+// fail-nvlink fails the link calls of one GPU only, until recover; the
+// GPU's other calls and the other GPUs' links keep working.
+TEST_F(NvLinkTest, FailNvLinkUntilRecover) {
+  UseControl();
+  InitWith("dgx1-v100.yaml");
+  const nvmlDevice_t gpu3 = Device(3);
+  Control("fail-nvlink 3 999");
+  nvmlEnableState_t state;
+  ASSERT_TRUE(Eventually([&] {
+    return NVML(nvmlDeviceGetNvLinkState)(gpu3, 0, &state) ==
+           NVML_ERROR_UNKNOWN;
+  }));
+  nvmlPciInfo_t pci;
+  nvmlIntNvLinkDeviceType_t type;
+  EXPECT_EQ(NVML(nvmlDeviceGetNvLinkRemotePciInfo_v2)(gpu3, 0, &pci),
+            NVML_ERROR_UNKNOWN);
+  EXPECT_EQ(NVML(nvmlDeviceGetNvLinkRemoteDeviceType)(gpu3, 0, &type),
+            NVML_ERROR_UNKNOWN);
+  EXPECT_EQ(NVML(nvmlDeviceGetPciInfo_v3)(gpu3, &pci), NVML_SUCCESS);
+  EXPECT_EQ(NVML(nvmlDeviceGetNvLinkState)(Device(2), 0, &state), NVML_SUCCESS);
+  Control("recover");
+  EXPECT_TRUE(Eventually([&] {
+    return NVML(nvmlDeviceGetNvLinkState)(gpu3, 0, &state) == NVML_SUCCESS;
+  }));
 }
 
 }  // namespace

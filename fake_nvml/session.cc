@@ -125,6 +125,12 @@ std::optional<nvmlReturn_t> Session::mig_failure(unsigned gpu,
   return it->second;
 }
 
+std::optional<nvmlReturn_t> Session::nvlink_failure(unsigned gpu) const {
+  const auto it = nvlink_failures_.find(gpu);
+  if (it == nvlink_failures_.end()) return std::nullopt;
+  return it->second;
+}
+
 void Session::set_mig_failure(unsigned gpu, unsigned mig, nvmlReturn_t code) {
   mig_failures_[std::pair{gpu, mig}] = code;
 }

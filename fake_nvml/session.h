@@ -80,6 +80,14 @@ class Session {
   void set_mig_failure(unsigned gpu, unsigned mig, nvmlReturn_t code);
   void clear_mig_failures() { mig_failures_.clear(); }
 
+  // The code every NVLink call about GPU `gpu` returns while a
+  // "fail-nvlink" fault is active, and setting and clearing those faults.
+  std::optional<nvmlReturn_t> nvlink_failure(unsigned gpu) const;
+  void set_nvlink_failure(unsigned gpu, nvmlReturn_t code) {
+    nvlink_failures_[gpu] = code;
+  }
+  void clear_nvlink_failures() { nvlink_failures_.clear(); }
+
   // Creates an empty event set and returns its handle.
   nvmlEventSet_t CreateEventSet();
 
@@ -103,6 +111,7 @@ class Session {
   std::optional<nvmlReturn_t> failure_;
   absl::flat_hash_map<std::pair<unsigned, unsigned>, nvmlReturn_t>
       mig_failures_;
+  absl::flat_hash_map<unsigned, nvmlReturn_t> nvlink_failures_;
   // Keyed by the handle given out, which is the set's own address. Shared
   // so a waiter keeps its set alive across a concurrent free or shutdown.
   absl::flat_hash_map<nvmlEventSet_t, std::shared_ptr<EventSet>> event_sets_;

@@ -1,6 +1,8 @@
 // End to end: topology-aware GetPreferredAllocation through the kubelet
 // emulator (`dpctl kubelet`), which asks for a preference and allocates
 // what the plugin prefers, on the DGX-1 (hybrid cube-mesh) fake machine.
+#include <signal.h>
+
 #include <algorithm>
 #include <map>
 #include <random>
@@ -108,6 +110,49 @@ TEST_F(TopologyTest, LostGpuDoesNotStopAnswers) {
   EXPECT_EQ(Take(4, "quad"), (std::vector<int>{4, 5, 6, 7}));
   EXPECT_EQ(Take(2, "pair"), (std::vector<int>{0, 3}));
   EXPECT_EQ(Take(1, "one"), (std::vector<int>{1}));
+}
+
+// Waits until the plugin's log holds `text` `times` times.
+bool LogShows(Subprocess& plugin, const std::string& text, int times = 1) {
+  absl::Time deadline = absl::Now() + kTimeout;
+  while (absl::Now() < deadline) {
+    const std::string log = plugin.Stderr();
+    int seen = 0;
+    for (size_t at = log.find(text); at != std::string::npos;
+         at = log.find(text, at + 1)) {
+      ++seen;
+    }
+    if (seen >= times) return true;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return false;
+}
+
+// A GPU whose links cannot be read (on a reload here) is left out of
+// choices while the others suffice; once its links answer, the next health
+// change reads the topology again and it is ranked again, no restart.
+TEST_F(TopologyTest, UnreadableLinksLeaveAGpuOutUntilTheyAnswer) {
+  Start({"--health-probe-interval=100ms"});
+  ASSERT_TRUE(LogShows(*plugin_, "Topology: 8 of 8 GPU(s) ranked"));
+  Control("fail-nvlink 3 999");
+  absl::SleepFor(absl::Milliseconds(100));  // the fake applies it
+  plugin_->Signal(SIGHUP);
+  ASSERT_TRUE(LogShows(*plugin_, "Topology: 7 of 8 GPU(s) ranked"))
+      << plugin_->Stderr();
+  ASSERT_TRUE(LogShows(*plugin_, "Config reloaded"));
+  // Quad 0-3 has a GPU that cannot be ranked: the 4-GPU pod gets 4-7.
+  EXPECT_EQ(Take(4, "q1"), (std::vector<int>{4, 5, 6, 7}));
+  Free("q1");
+
+  Control("recover");
+  Control("xid 5 48");  // a health change: GPU 5 needs a reset
+  ASSERT_TRUE(LogShows(*plugin_, "Topology: 8 of 8 GPU(s) ranked", 2))
+      << plugin_->Stderr();
+  json e = NextEventWhere(*kubelet_, [](const json& e) {
+    return e.value("event", "") == "devices" && e.value("healthy", -1) == 7;
+  });
+  ASSERT_FALSE(e.is_null());
+  EXPECT_EQ(Take(4, "q2"), (std::vector<int>{0, 1, 2, 3}));
 }
 
 }  // namespace
