@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "bench/fixture.h"
 #include "testing/subprocess.h"
 #include "v1beta1/api.grpc.pb.h"
 
@@ -28,10 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::Subprocess;
 
-struct Options {
-  std::string plugin, fake_lib, machine, rootfs_tool;
+struct Options : FixtureOptions {
   int runs = 25;
-  std::vector<std::string> plugin_args;
 };
 
 // Reads ListAndWatch in a thread; remembers the latest unhealthy count and
@@ -111,24 +110,14 @@ int Run(const Options& o) {
   int devices = 0;
   for (int run = 0; run < o.runs; ++run) {
     fs::remove_all(dir);
-    fs::create_directories(dir / "kp");
-    Subprocess tool({.argv = {o.rootfs_tool, "rootfs", "--machine", o.machine,
-                              "--out", (dir / "root").string()}});
-    if (tool.Wait(absl::Seconds(10)) != 0) return 1;
-    std::vector<std::string> argv = {
-        o.plugin, "--kubelet-socket", (dir / "kp/kubelet.sock").string(),
-        "--sysfs-root", (dir / "root/sys").string()};
-    for (std::string arg : o.plugin_args) {
-      if (size_t at = arg.find("{root}"); at != std::string::npos) {
-        arg.replace(at, 6, (dir / "root").string());
-      }
-      argv.push_back(arg);
+    absl::StatusOr<std::vector<std::string>> argv = MakeFixture(o, dir);
+    if (!argv.ok()) {
+      std::cerr << argv.status().message() << "\n";
+      return 1;
     }
     std::string control = (dir / "control").string();
-    Subprocess plugin({.argv = argv,
-                       .env = {{"LD_LIBRARY_PATH", o.fake_lib},
-                               {"FAKE_NVML_MACHINE", o.machine},
-                               {"FAKE_NVML_CONTROL", control}},
+    Subprocess plugin({.argv = *argv,
+                       .env = PluginEnv(o, control),
                        .stderr_path = (dir / "plugin.err").string()});
     std::string socket = (dir / "kp/nvidia-gpu.sock").string();
     for (int i = 0; i < 2000 && !fs::is_socket(socket); ++i) usleep(1000);
@@ -169,16 +158,8 @@ int Run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app{"gpu-device-plugin health event latency"};
   gdp::bench::Options o;
-  app.add_option("--plugin", o.plugin, "gpu-device-plugin binary")->required();
-  app.add_option("--fake-lib", o.fake_lib,
-                 "directory of the fake libnvidia-ml.so.1")
-      ->required();
-  app.add_option("--machine", o.machine, "fake NVML machine file")->required();
-  app.add_option("--rootfs-tool", o.rootfs_tool, "the fake-nvml tool")
-      ->required();
+  AddFixtureOptions(app, &o, /*required=*/true);
   app.add_option("--runs", o.runs, "plugin starts (one event per GPU each)");
-  app.add_option("--plugin-arg", o.plugin_args,
-                 "extra plugin argument ({root}: the fixture root)");
   CLI11_PARSE(app, argc, argv);
   return gdp::bench::Run(o);
 }

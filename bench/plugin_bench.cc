@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/bench_kubelet.h"
+#include "bench/fixture.h"
 #include "testing/subprocess.h"
 #include "v1beta1/api.grpc.pb.h"
 
@@ -109,11 +110,9 @@ std::map<std::string, long> Smaps(pid_t pid) {
   return out;
 }
 
-struct Options {
-  std::string plugin, fake_lib, machine, rootfs_tool;
+struct Options : FixtureOptions {
   int calls = 20000, runs = 10, request = 2;
   std::string socket_name = "nvidia-gpu.sock";
-  std::vector<std::string> plugin_args;
 };
 
 // (e) Opens ListAndWatch `n` times; returns the first list's time to
@@ -137,35 +136,19 @@ std::vector<double> TimeFullLists(v1beta1::DevicePlugin::Stub& stub, int n,
 }
 
 int Run(const Options& o) {
-  const std::string& plugin = o.plugin;
-  const std::string& fake_lib = o.fake_lib;
-  const std::string& machine = o.machine;
-  const std::string& rootfs_tool = o.rootfs_tool;
   const int calls = o.calls, runs = o.runs;
   fs::path dir = fs::path("/tmp") / ("gdp-bench-" + std::to_string(getpid()));
   fs::remove_all(dir);
-  fs::create_directories(dir / "kp");
-  Subprocess tool({.argv = {rootfs_tool, "rootfs", "--machine", machine,
-                            "--out", (dir / "root").string()}});
-  if (tool.Wait(absl::Seconds(10)) != 0) return 1;
-  std::vector<std::string> argv = {plugin,
-                                   "--kubelet-socket",
-                                   (dir / "kp/kubelet.sock").string(),
-                                   "--sysfs-root",
-                                   (dir / "root/sys").string(),
-                                   "--dev-root",
-                                   (dir / "root").string()};
-  for (std::string arg : o.plugin_args) {
-    if (size_t at = arg.find("{root}"); at != std::string::npos) {
-      arg.replace(at, 6, (dir / "root").string());
-    }
-    argv.push_back(arg);
+  absl::StatusOr<std::vector<std::string>> argv = MakeFixture(o, dir);
+  if (!argv.ok()) {
+    std::cerr << argv.status().message() << "\n";
+    return 1;
   }
   auto spawn = [&] {
-    return std::make_unique<Subprocess>(testing::SpawnOptions{
-        .argv = argv,
-        .env = {{"LD_LIBRARY_PATH", fake_lib}, {"FAKE_NVML_MACHINE", machine}},
-        .stderr_path = (dir / "plugin.err").string()});
+    return std::make_unique<Subprocess>(
+        testing::SpawnOptions{.argv = *argv,
+                              .env = PluginEnv(o),
+                              .stderr_path = (dir / "plugin.err").string()});
   };
 
   // (c) start to registered.
@@ -278,17 +261,12 @@ int main(int argc, char** argv) {
   std::string echo;
   gdp::bench::Options o;
   app.add_option("--serve-echo", echo, "internal: serve the echo floor here");
-  app.add_option("--plugin", o.plugin, "gpu-device-plugin binary");
-  app.add_option("--fake-lib", o.fake_lib,
-                 "directory of the fake libnvidia-ml.so.1");
-  app.add_option("--machine", o.machine, "fake NVML machine file");
-  app.add_option("--rootfs-tool", o.rootfs_tool, "the fake-nvml tool");
+  // Not required: --serve-echo runs without them.
+  AddFixtureOptions(app, &o, /*required=*/false);
   app.add_option("--calls", o.calls, "Allocate calls per server");
   app.add_option("--runs", o.runs, "start and re-registration runs");
   app.add_option("--request", o.request, "device IDs per Allocate");
   app.add_option("--socket-name", o.socket_name, "the resource's socket");
-  app.add_option("--plugin-arg", o.plugin_args,
-                 "extra plugin argument ({root}: the fixture root)");
   CLI11_PARSE(app, argc, argv);
   if (!echo.empty()) return gdp::bench::ServeEcho(echo);
   if (o.plugin.empty() || o.fake_lib.empty() || o.machine.empty() ||

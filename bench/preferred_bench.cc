@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/bench_kubelet.h"
+#include "bench/fixture.h"
 #include "testing/subprocess.h"
 #include "v1beta1/api.grpc.pb.h"
 
@@ -38,10 +39,8 @@ namespace fs = std::filesystem;
 using testing::Subprocess;
 using Request = v1beta1::ContainerPreferredAllocationRequest;
 
-struct Options {
-  std::string plugin, fake_lib, machine, rootfs_tool;
+struct Options : FixtureOptions {
   std::string socket_name = "nvidia-gpu.sock";
-  std::vector<std::string> plugin_args;
   int calls = 5000;
   uint64_t seed = 1;
 };
@@ -153,27 +152,14 @@ std::string Row(const std::string& name, std::vector<double> us) {
 
 // Runs both cases with the fixture root and sockets under `dir`.
 int Run(const Options& o, const fs::path& dir) {
-  fs::create_directories(dir / "kp");
-  Subprocess tool({.argv = {o.rootfs_tool, "rootfs", "--machine", o.machine,
-                            "--out", (dir / "root").string()}});
-  if (tool.Wait(absl::Seconds(10)) != 0) return 1;
-  std::vector<std::string> argv = {o.plugin,
-                                   "--kubelet-socket",
-                                   (dir / "kp/kubelet.sock").string(),
-                                   "--sysfs-root",
-                                   (dir / "root/sys").string(),
-                                   "--dev-root",
-                                   (dir / "root").string()};
-  for (std::string arg : o.plugin_args) {
-    if (size_t at = arg.find("{root}"); at != std::string::npos) {
-      arg.replace(at, 6, (dir / "root").string());
-    }
-    argv.push_back(arg);
+  absl::StatusOr<std::vector<std::string>> argv = MakeFixture(o, dir);
+  if (!argv.ok()) {
+    std::cerr << argv.status().message() << "\n";
+    return 1;
   }
   BenchKubelet kubelet(dir / "kp");
-  Subprocess plugin({.argv = argv,
-                     .env = {{"LD_LIBRARY_PATH", o.fake_lib},
-                             {"FAKE_NVML_MACHINE", o.machine}},
+  Subprocess plugin({.argv = *argv,
+                     .env = PluginEnv(o),
                      .stderr_path = (dir / "plugin.err").string()});
   if (kubelet.WaitForRegistrations(1, absl::Seconds(10)) ==
       absl::InfinitePast()) {
@@ -232,15 +218,7 @@ int Run(const Options& o, const fs::path& dir) {
 int main(int argc, char** argv) {
   CLI::App app{"GetPreferredAllocation benchmark"};
   gdp::bench::Options o;
-  app.add_option("--plugin", o.plugin, "gpu-device-plugin binary")->required();
-  app.add_option("--fake-lib", o.fake_lib,
-                 "directory of the fake libnvidia-ml.so.1")
-      ->required();
-  app.add_option("--machine", o.machine, "fake NVML machine file")->required();
-  app.add_option("--rootfs-tool", o.rootfs_tool, "the fake-nvml tool")
-      ->required();
-  app.add_option("--plugin-arg", o.plugin_args,
-                 "extra plugin argument ({root}: the fixture root)");
+  AddFixtureOptions(app, &o, /*required=*/true);
   app.add_option("--socket-name", o.socket_name, "the resource's socket");
   app.add_option("--calls", o.calls, "timed calls per case");
   app.add_option("--seed", o.seed, "seed of the mixed requests");
