@@ -150,13 +150,9 @@ void Daemon::DiscoverTopologyLocked(std::shared_ptr<const NodeGpus> node) {
   auto t =
       std::make_shared<const NodeTopology>(DiscoverNodeTopology(nvml_, *node));
   std::shared_ptr<const NodeTopology> old = topology_->Get();
-  if (old == nullptr || old->AnyUnusable() != t->AnyUnusable()) {
-    int usable = 0;
-    for (int i = 0; i < t->topology().num_gpus(); ++i) {
-      usable += t->topology().Usable(i) ? 1 : 0;
-    }
+  if (old == nullptr || old->UsableCount() != t->UsableCount()) {
     LOG_INFO("Topology: {} of {} GPU(s) ranked by NVLink, PCIe and NUMA",
-             usable, t->topology().num_gpus());
+             t->UsableCount(), t->topology().num_gpus());
   }
   topology_node_ = std::move(node);
   topology_->Set(std::move(t));

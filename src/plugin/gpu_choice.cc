@@ -7,27 +7,31 @@
 
 namespace gdp {
 
+namespace {
+
+// Appends GPUs of `from` not in `out` until `out` holds `size`.
+void FillFrom(const std::vector<int>& from, int size, std::vector<int>& out) {
+  for (int g : from) {
+    if (static_cast<int>(out.size()) == size) return;
+    if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+  }
+}
+
+}  // namespace
+
 std::vector<int> ChooseGpus(const Topology& topology,
                             const std::vector<int>& available,
                             const std::vector<int>& must_include, int size) {
-  std::vector<int> usable, unusable, out;
+  std::vector<int> usable, unusable, usable_must, out;
   for (int g : available) (topology.Usable(g) ? usable : unusable).push_back(g);
-  std::vector<int> usable_must;
   for (int g : must_include) {
-    if (topology.Usable(g)) {
-      usable_must.push_back(g);
-    } else {
-      out.push_back(g);
-    }
+    (topology.Usable(g) ? usable_must : out).push_back(g);
   }
   const int want = size - static_cast<int>(out.size());
   if (want > static_cast<int>(usable.size())) {
     // Every usable GPU, then unusable ones to make up the size.
-    out.insert(out.end(), usable.begin(), usable.end());
-    for (int g : unusable) {
-      if (static_cast<int>(out.size()) == size) break;
-      if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
-    }
+    FillFrom(usable, size, out);
+    FillFrom(unusable, size, out);
     LOG_WARN(
         "GetPreferredAllocation: {} GPU(s) wanted but only {} can be ranked "
         "by topology; the answer includes GPUs whose links are unknown",
@@ -40,11 +44,8 @@ std::vector<int> ChooseGpus(const Topology& topology,
     } else {  // only when a REQUIRES is broken
       LOG_ERROR("GetPreferredAllocation: topology choice failed: {}",
                 chosen.status().message());
-      out.insert(out.end(), usable_must.begin(), usable_must.end());
-      for (int g : usable) {
-        if (static_cast<int>(out.size()) == size) break;
-        if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
-      }
+      FillFrom(usable_must, size, out);
+      FillFrom(usable, size, out);
     }
   }
   std::sort(out.begin(), out.end());

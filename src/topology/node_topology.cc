@@ -19,11 +19,12 @@ int NodeTopology::Find(const std::string& uuid) const {
   return it == position_.end() ? -1 : it->second;
 }
 
-bool NodeTopology::AnyUnusable() const {
+int NodeTopology::UsableCount() const {
+  int usable = 0;
   for (int i = 0; i < topology_.num_gpus(); ++i) {
-    if (!topology_.Usable(i)) return true;
+    usable += topology_.Usable(i) ? 1 : 0;
   }
-  return false;
+  return usable;
 }
 
 }  // namespace gdp

@@ -27,8 +27,9 @@ class NodeTopology {
   // topology.
   int Find(const std::string& uuid) const;
 
-  // True when some GPU is marked not usable.
-  bool AnyUnusable() const;
+  // How many GPUs are usable (Topology::Usable).
+  int UsableCount() const;
+  bool AnyUnusable() const { return UsableCount() < topology_.num_gpus(); }
 
  private:
   Topology topology_;
