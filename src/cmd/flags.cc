@@ -165,6 +165,36 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
                  "log verbosity (klog -v level: 1 logs every RPC, 2 every "
                  "ListAndWatch send); -v=N and --v=N work too")
       ->envname("LOG_VERBOSITY");
+  // GPU feature discovery (node labels), with GFD's flag and variable names.
+  app.add_flag("--labels", c.labels,
+               "also write the node labels (GPU feature discovery) while "
+               "serving; the labels subcommand writes only them")
+      ->envname("GDP_LABELS");
+  track(app.add_flag("--oneshot", c.gfd.oneshot, "label once and exit")
+            ->envname("GFD_ONESHOT"),
+        Setting::kGfdOneshot);
+  track(app.add_flag("--no-timestamp", c.gfd.no_timestamp,
+                     "leave out the nvidia.com/gfd.timestamp label")
+            ->envname("GFD_NO_TIMESTAMP"),
+        Setting::kGfdNoTimestamp);
+  std::string sleep_interval = absl::FormatDuration(c.gfd.sleep_interval);
+  track(app.add_option("--sleep-interval", sleep_interval,
+                       "time between labellings (e.g. 60s)")
+            ->envname("GFD_SLEEP_INTERVAL"),
+        Setting::kGfdSleepInterval);
+  track(app.add_option("--output-file,--output,-o", c.gfd.output_file,
+                       "the Node Feature Discovery local feature file the "
+                       "labels are written to")
+            ->envname("GFD_OUTPUT_FILE"),
+        Setting::kGfdOutputFile);
+  track(app.add_option("--machine-type-file", c.gfd.machine_type_file,
+                       "the DMI product name file (nvidia.com/gpu.machine)")
+            ->envname("GFD_MACHINE_TYPE_FILE"),
+        Setting::kGfdMachineTypeFile);
+  app.add_option("--metrics-address", c.metrics_address,
+                 "serve /metrics (Prometheus), /healthz and /readyz over "
+                 "HTTP on host:port or :port; empty: off")
+      ->envname("METRICS_ADDRESS");
   int retry_s = static_cast<int>(absl::ToInt64Seconds(c.nvml_retry_interval));
   app.add_option("--nvml-retry-interval", retry_s,
                  "seconds between NVML retries with --fail-on-init-error=false")
@@ -174,6 +204,11 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
   app.add_subcommand("discover",
                      "print the GPUs NVML reports, as JSON, and exit")
       ->callback([&out] { out.command = Command::kDiscover; });
+  app.add_subcommand("labels",
+                     "write the node labels (GPU feature discovery) every "
+                     "--sleep-interval, or once with --oneshot")
+      ->fallthrough()
+      ->callback([&out] { out.command = Command::kLabels; });
 
   try {
     std::vector<std::string> args = NormalizeKlogVerbosity(argc, argv);
@@ -198,7 +233,8 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
   for (auto [flag, text, dest] :
        {std::tuple<const char*, const std::string&, absl::Duration*>{
             "--health-quiet-period", quiet, &c.health_quiet_period},
-        {"--health-probe-interval", probe, &c.health_probe_interval}}) {
+        {"--health-probe-interval", probe, &c.health_probe_interval},
+        {"--sleep-interval", sleep_interval, &c.gfd.sleep_interval}}) {
     if (!absl::ParseDuration(text, dest) || *dest <= absl::ZeroDuration()) {
       std::cerr << "gpu-device-plugin: " << flag
                 << ": must be a positive duration such as 30s or 2m, got '"

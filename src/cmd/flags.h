@@ -10,7 +10,9 @@
 
 namespace gdp {
 
-enum class Command { kServe, kDiscover };
+// kServe: the device plugin (and the labels with --labels); kDiscover: print
+// the GPUs; kLabels: only the node labels.
+enum class Command { kServe, kDiscover, kLabels };
 
 struct ParsedFlags {
   // Flags, environment and config file, validated (LoadConfig). Absent:

@@ -42,7 +42,14 @@ class FlagsTest : public ::testing::Test {
                           "DP_DISABLE_HEALTHCHECKS",
                           "DP_ENABLE_HEALTHCHECKS",
                           "SYSFS_ROOT",
-                          "LOG_VERBOSITY"}) {
+                          "LOG_VERBOSITY",
+                          "GFD_ONESHOT",
+                          "GFD_NO_TIMESTAMP",
+                          "GFD_SLEEP_INTERVAL",
+                          "GFD_OUTPUT_FILE",
+                          "GFD_MACHINE_TYPE_FILE",
+                          "GDP_LABELS",
+                          "METRICS_ADDRESS"}) {
       unsetenv(v);
     }
   }
@@ -311,6 +318,29 @@ TEST_F(FlagsTest, FlagBeatsEnvBeatsFileBeatsDefault) {
        "DP_ENABLE_HEALTHCHECKS", "43", "--enable-healthchecks=45",
        [](const Config& c) { return c.enable_healthchecks; }, "", "13,31", "43",
        "45"},
+      {Setting::kGfdOneshot, "gfd: {oneshot: true}", "GFD_ONESHOT", "false",
+       "--oneshot",
+       [](const Config& c) { return std::to_string(c.gfd.oneshot); }, "0", "1",
+       "0", "1"},
+      {Setting::kGfdNoTimestamp, "gfd: {noTimestamp: true}", "GFD_NO_TIMESTAMP",
+       "false", "--no-timestamp",
+       [](const Config& c) { return std::to_string(c.gfd.no_timestamp); }, "0",
+       "1", "0", "1"},
+      {Setting::kGfdSleepInterval, "gfd: {sleepInterval: 90s}",
+       "GFD_SLEEP_INTERVAL", "2m", "--sleep-interval=5s",
+       [](const Config& c) {
+         return absl::FormatDuration(c.gfd.sleep_interval);
+       },
+       "1m", "1m30s", "2m", "5s"},
+      {Setting::kGfdOutputFile, "gfd: {outputFile: /file}", "GFD_OUTPUT_FILE",
+       "/env", "--output=/flag",
+       [](const Config& c) { return c.gfd.output_file; },
+       "/etc/kubernetes/node-feature-discovery/features.d/gfd", "/file", "/env",
+       "/flag"},
+      {Setting::kGfdMachineTypeFile, "gfd: {machineTypeFile: /file}",
+       "GFD_MACHINE_TYPE_FILE", "/env", "--machine-type-file=/flag",
+       [](const Config& c) { return c.gfd.machine_type_file; },
+       "/sys/class/dmi/id/product_name", "/file", "/env", "/flag"},
   };
   // Every setting the file can give is covered.
   ASSERT_EQ(std::size(cases), std::size(kSettingNames));
@@ -399,6 +429,43 @@ sharing:
 
 TEST_F(FlagsTest, DiscoverSubcommand) {
   EXPECT_EQ(Parse({"discover"}).command, Command::kDiscover);
+}
+
+// GFD's flags work after the subcommand too, as in `labels --oneshot`.
+TEST_F(FlagsTest, LabelsSubcommandAndFlags) {
+  ParsedFlags f = Parse({"labels", "--oneshot", "--output-file=/tmp/gfd",
+                         "--mig-strategy=mixed"});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.command, Command::kLabels);
+  EXPECT_TRUE(f.config->gfd.oneshot);
+  EXPECT_EQ(f.config->gfd.output_file, "/tmp/gfd");
+  EXPECT_EQ(f.config->mig_strategy, MigStrategy::kMixed);
+
+  f = Parse({"--labels", "--metrics-address=:9445"});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.command, Command::kServe);
+  EXPECT_TRUE(f.config->labels);
+  EXPECT_EQ(f.config->metrics_address, ":9445");
+  EXPECT_FALSE(Parse({}).config->labels);
+  EXPECT_EQ(Parse({}).config->metrics_address, "");
+
+  setenv("METRICS_ADDRESS", "127.0.0.1:8080", 1);
+  setenv("GDP_LABELS", "true", 1);
+  f = Parse({});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->metrics_address, "127.0.0.1:8080");
+  EXPECT_TRUE(f.config->labels);
+}
+
+TEST_F(FlagsTest, BadLabelAndMetricsValues) {
+  for (const char* bad : {"--sleep-interval=0s", "--sleep-interval=soon",
+                          "--metrics-address=9445", "--metrics-address=:0",
+                          "--metrics-address=:http", "--output-file=gfd"}) {
+    SCOPED_TRACE(bad);
+    ParsedFlags f = Parse({bad});
+    EXPECT_FALSE(f.config.has_value());
+    EXPECT_EQ(f.exit_code, 2);
+  }
 }
 
 }  // namespace

@@ -320,6 +320,17 @@ absl::Status Validate(const Config& c,
   if (c.gfd.sleep_interval <= absl::ZeroDuration()) {
     return check.Error("flags.gfd.sleepInterval", "must be positive");
   }
+  if (!c.metrics_address.empty()) {
+    size_t colon = c.metrics_address.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos ||
+        !absl::SimpleAtoi(c.metrics_address.substr(colon + 1), &port) ||
+        port < 1 || port > 65535) {
+      return check.Error("--metrics-address",
+                         absl::StrCat("must be host:port or :port, got '",
+                                      c.metrics_address, "'"));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -76,8 +76,9 @@ struct ResourcePattern {
   bool operator==(const ResourcePattern&) const = default;
 };
 
-// flags.gfd of the config file: NVIDIA's GPU feature discovery settings,
-// with GFD's defaults. Read and validated here; used by node labelling.
+// flags.gfd of the config file, or GFD's flags (--oneshot, --no-timestamp,
+// --sleep-interval, --output-file, --machine-type-file): NVIDIA's GPU feature
+// discovery settings, with GFD's defaults; used by node labelling.
 struct GfdConfig {
   bool oneshot = false;       // label once and exit
   bool no_timestamp = false;  // leave out nvidia.com/gfd.timestamp
@@ -126,7 +127,12 @@ struct Config {
   // Where /proc is: MIG capability minors are read from
   // <proc_root>/driver/nvidia-caps/mig-minors.
   std::string proc_root = "/proc";
-  GfdConfig gfd;  // flags.gfd of the config file
+  GfdConfig gfd;  // flags.gfd of the config file, or GFD's flags
+  // --labels: the daemon also writes the node labels (gfd settings above).
+  bool labels = false;
+  // --metrics-address: where /metrics, /healthz and /readyz are served
+  // ("host:port" or ":port" for every address); empty: not served.
+  std::string metrics_address;
   // Health checks, as NVIDIA's DP_DISABLE_HEALTHCHECKS (`all`, `xids`, or
   // XIDs to ignore besides the default ones) and DP_ENABLE_HEALTHCHECKS
   // (XIDs to check even if ignored); comma-separated.
@@ -159,6 +165,11 @@ enum class Setting {
   kSharedAllocationPolicy,
   kDisableHealthchecks,
   kEnableHealthchecks,
+  kGfdOneshot,
+  kGfdNoTimestamp,
+  kGfdSleepInterval,
+  kGfdOutputFile,
+  kGfdMachineTypeFile,
 };
 
 struct SettingName {
@@ -190,6 +201,12 @@ inline constexpr SettingName kSettingNames[] = {
      "health.disableHealthchecks"},
     {Setting::kEnableHealthchecks, "--enable-healthchecks",
      "health.enableHealthchecks"},
+    {Setting::kGfdOneshot, "--oneshot", "flags.gfd.oneshot"},
+    {Setting::kGfdNoTimestamp, "--no-timestamp", "flags.gfd.noTimestamp"},
+    {Setting::kGfdSleepInterval, "--sleep-interval", "flags.gfd.sleepInterval"},
+    {Setting::kGfdOutputFile, "--output-file", "flags.gfd.outputFile"},
+    {Setting::kGfdMachineTypeFile, "--machine-type-file",
+     "flags.gfd.machineTypeFile"},
 };
 
 // The name `r` is advertised under: its rename if set, else

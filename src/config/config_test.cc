@@ -107,7 +107,7 @@ TEST(ConfigTest, RefusesNamingTheSetting) {
        },
        "sharing.timeSlicing.resources[0].devices[1]: 'GPU-x' is not"},
       {[](Config& c) { c.gfd.sleep_interval = absl::ZeroDuration(); },
-       "flags.gfd.sleepInterval: must be positive"},
+       "--sleep-interval: must be positive"},
   };
   for (const Case& c : cases) {
     Config cfg;

@@ -46,11 +46,14 @@ void Apply(const ConfigFile& f, const ExplicitSettings& given, Config& c) {
        &c.disable_healthchecks);
   Take(f.enable_healthchecks, Setting::kEnableHealthchecks, given,
        &c.enable_healthchecks);
-  Take(f.gfd_oneshot, &c.gfd.oneshot);
-  Take(f.gfd_no_timestamp, &c.gfd.no_timestamp);
-  Take(f.gfd_sleep_interval, &c.gfd.sleep_interval);
-  Take(f.gfd_output_file, &c.gfd.output_file);
-  Take(f.gfd_machine_type_file, &c.gfd.machine_type_file);
+  Take(f.gfd_oneshot, Setting::kGfdOneshot, given, &c.gfd.oneshot);
+  Take(f.gfd_no_timestamp, Setting::kGfdNoTimestamp, given,
+       &c.gfd.no_timestamp);
+  Take(f.gfd_sleep_interval, Setting::kGfdSleepInterval, given,
+       &c.gfd.sleep_interval);
+  Take(f.gfd_output_file, Setting::kGfdOutputFile, given, &c.gfd.output_file);
+  Take(f.gfd_machine_type_file, Setting::kGfdMachineTypeFile, given,
+       &c.gfd.machine_type_file);
   Take(f.gpu_resources, &c.gpu_resources);
   Take(f.mig_resources, &c.mig_resources);
   Take(f.sharing, &c.sharing);

@@ -19,8 +19,8 @@ using ExplicitSettings = std::set<Setting>;
 // and environment left it (their defaults where not given); if
 // from_flags.config_file is not empty, that file is read (config_file.h)
 // and each setting it gives replaces the one in `from_flags` unless the
-// setting is in `given`. Settings only the file has (resources, sharing,
-// flags.gfd) come from the file when it gives them. The result is then
+// setting is in `given`. Settings only the file has (resources,
+// sharing) come from the file when it gives them. The result is then
 // validated as a whole.
 // Result on failure: the file's read or parse error, or InvalidArgument
 // from Validate naming the setting where it came from: "<file>:<line>:
