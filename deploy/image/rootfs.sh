@@ -8,6 +8,7 @@
 # an empty (scratch) image; tests/deploy/image_rootfs_test.sh runs the
 # binaries through OUT's own loader. Fails if a library cannot be resolved.
 set -eu
+libc=
 [ $# -ge 2 ] || { echo "usage: $0 OUT BINARY..." >&2; exit 2; }
 out=$1
 shift
@@ -40,11 +41,22 @@ for bin in "$@"; do
   fi
   while read -r first second third _; do
     case "$second" in
-      "=>") case "$third" in /*) copy_lib "$first" "$third" ;; esac ;;
+      "=>")
+        case "$third" in /*) copy_lib "$first" "$third" ;; esac
+        if [ "$first" = libc.so.6 ]; then libc=$third; fi ;;
       *) case "$first" in /*) copy_lib "$(basename "$first")" "$first" ;; esac ;;
     esac
   done < "$out/.ldd"
   rm -f "$out/.ldd"
+done
+
+# The driver's libnvidia-ml.so.1, dlopen'ed at run time, was linked against
+# glibc's libpthread, libdl, librt and libm, which our binaries (linked with
+# glibc 2.36, where libc holds them) may not need: copy them beside libc.
+[ -n "${libc:-}" ] || { echo "$0: no libc.so.6 among the libraries" >&2; exit 1; }
+for lib in libpthread.so.0 libdl.so.2 librt.so.1 libm.so.6; do
+  f="$(dirname "$libc")/$lib"
+  [ -e "$f" ] && copy_lib "$lib" "$f"
 done
 
 # The loader's configuration: the directories holding the libraries. The

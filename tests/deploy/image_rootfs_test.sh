@@ -21,6 +21,10 @@ for f in usr/bin/gpu-device-plugin usr/bin/dpctl lib64/ld-linux-x86-64.so.2 \
          etc/ld.so.conf etc/ld.so.conf.d/rootfs.conf etc/debian_version; do
   [ -e "$root/$f" ] || fail "the root lacks /$f"
 done
+# glibc's companions that the driver's libnvidia-ml.so.1 is linked against.
+for lib in libc.so.6 libpthread.so.0 libdl.so.2 librt.so.1 libm.so.6; do
+  [ -n "$(find "$root" -name "$lib")" ] || fail "the root lacks $lib"
+done
 [ "$(stat -c %a "$root/tmp")" = 1777 ] || fail "/tmp is not mode 1777"
 # Only the binaries, the loader, libraries and the few /etc files.
 extra=$(cd "$root" && find . -type f ! -path './usr/bin/*' ! -name '*.so*' \
