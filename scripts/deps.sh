@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages the build, tests and demo need (only those
-# missing). Runs apt-get through sudo when not root.
+# missing). Runs apt-get through sudo when not root. With --build, only what
+# building needs (the Dockerfile's builder).
 set -euo pipefail
-packages=(
-  cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
+build=(
+  cmake ninja-build g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
 )
+# The clang + sanitizer build; the deploy tests (tests/deploy) render the
+# manifests with kubectl and check them with python3-kubernetes.
+packages=("${build[@]}" clang libclang-rt-14-dev python3-kubernetes
+          python3-yaml)
+# Debian's kubectl conflicts with Google's kubectl package: only when none.
+command -v kubectl > /dev/null || packages+=(kubernetes-client)
+[ "${1:-}" = "--build" ] && packages=("${build[@]}")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

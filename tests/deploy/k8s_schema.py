@@ -1,0 +1,463 @@
+"""Offline checks of Kubernetes objects, as the API server would make them.
+
+check_object(obj) walks an object (a dict parsed from YAML) against the
+generated model classes of Debian's python3-kubernetes (22.6.0: every model
+has openapi_types, attribute_map and setters that refuse a missing required
+field), then makes the checks the API server makes that the schema cannot
+express (names, enums, privileged with allowPrivilegeEscalation: false,
+selectors, volume and port references, ...). Every problem is returned as a
+string that starts with the field's path, e.g.
+"spec.template.spec.containers[0].ports[0].containerPort: expected an
+integer, got str '9445'".
+"""
+
+import re
+
+import kubernetes.client
+import kubernetes.client.models as models
+
+# (apiVersion, kind) -> model class name. Only kinds this project renders or
+# is likely to add; anything else is refused rather than passed unchecked.
+KINDS = {
+    ("v1", "ConfigMap"): "V1ConfigMap",
+    ("v1", "Namespace"): "V1Namespace",
+    ("v1", "Pod"): "V1Pod",
+    ("v1", "Secret"): "V1Secret",
+    ("v1", "Service"): "V1Service",
+    ("v1", "ServiceAccount"): "V1ServiceAccount",
+    ("apps/v1", "DaemonSet"): "V1DaemonSet",
+    ("apps/v1", "Deployment"): "V1Deployment",
+    ("node.k8s.io/v1", "RuntimeClass"): "V1RuntimeClass",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"):
+        "V1ClusterRoleBinding",
+    ("scheduling.k8s.io/v1", "PriorityClass"): "V1PriorityClass",
+}
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+
+_HOSTPATH_TYPES = {"", "DirectoryOrCreate", "Directory", "FileOrCreate",
+                   "File", "Socket", "CharDevice", "BlockDevice"}
+_PROPAGATIONS = {"None", "HostToContainer", "Bidirectional"}
+_PULL_POLICIES = {"Always", "IfNotPresent", "Never"}
+_TAINT_EFFECTS = {"", "NoSchedule", "PreferNoSchedule", "NoExecute"}
+_SELECTOR_OPS = {"In", "NotIn", "Exists", "DoesNotExist"}
+_NODE_SELECTOR_OPS = _SELECTOR_OPS | {"Gt", "Lt"}
+_PROTOCOLS = {"TCP", "UDP", "SCTP"}
+_PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+_VOLUME_SOURCES_EXCLUDED = {"name"}
+
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_SUFFIX = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+           "P": 1e15, "E": 1e18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
+           "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+def parse_quantity(value):
+  """A Kubernetes quantity ("50m", "64Mi", 2) as a float; None if invalid."""
+  if isinstance(value, bool):
+    return None
+  if isinstance(value, (int, float)):
+    return float(value)
+  m = _QUANTITY.match(str(value))
+  if not m:
+    return None
+  try:
+    return float(m.group(1)) * _SUFFIX[m.group(2)]
+  except ValueError:
+    return None
+
+
+def _required_attrs(cls):
+  """Attributes whose setter refuses None (required by the API schema)."""
+  cfg = kubernetes.client.Configuration()
+  cfg.client_side_validation = True
+  obj = cls.__new__(cls)
+  obj.local_vars_configuration = cfg
+  required = []
+  for attr in cls.openapi_types:
+    try:
+      setattr(obj, attr, None)
+    except ValueError:
+      required.append(attr)
+  return required
+
+
+def _type_name(v):
+  return type(v).__name__
+
+
+def _is_quantity_map(path):
+  return re.search(r"\.(limits|requests|overhead|capacity|allocatable)$",
+                   path) is not None
+
+
+def _check_type(t, v, path, errors):
+  if t.startswith("list["):
+    if not isinstance(v, list):
+      errors.append(f"{path}: expected a list, got {_type_name(v)}")
+      return
+    for i, item in enumerate(v):
+      _check_type(t[5:-1], item, f"{path}[{i}]", errors)
+  elif t.startswith("dict("):
+    if not isinstance(v, dict):
+      errors.append(f"{path}: expected a map, got {_type_name(v)}")
+      return
+    inner = t[t.index(",") + 1:-1].strip()
+    for k, item in v.items():
+      if not isinstance(k, str):
+        errors.append(f"{path}: key {k!r} is not a string")
+      if inner == "str" and _is_quantity_map(path):
+        if parse_quantity(item) is None:
+          errors.append(f"{path}.{k}: not a quantity: {item!r}")
+        continue
+      _check_type(inner, item, f"{path}.{k}", errors)
+  elif t in ("str", "datetime", "date"):
+    if not isinstance(v, str):
+      errors.append(f"{path}: expected a string, got {_type_name(v)} "
+                    f"{v!r} (quote it)")
+  elif t == "int":
+    if not isinstance(v, int) or isinstance(v, bool):
+      errors.append(f"{path}: expected an integer, got {_type_name(v)} {v!r}")
+  elif t == "float":
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+      errors.append(f"{path}: expected a number, got {_type_name(v)} {v!r}")
+  elif t == "bool":
+    if not isinstance(v, bool):
+      errors.append(f"{path}: expected true or false, got {_type_name(v)} "
+                    f"{v!r}")
+  elif t == "object":
+    pass  # IntOrString and free-form fields; checked below where they matter
+  else:
+    _check_model(t, v, path, errors)
+
+
+def _check_model(cls_name, value, path, errors):
+  cls = getattr(models, cls_name, None)
+  if cls is None:
+    errors.append(f"{path}: no model {cls_name} in python3-kubernetes")
+    return
+  if not isinstance(value, dict):
+    errors.append(f"{path}: expected an object ({cls_name}), got "
+                  f"{_type_name(value)}")
+    return
+  by_json = {j: a for a, j in cls.attribute_map.items()}
+  for key, v in value.items():
+    attr = by_json.get(key)
+    where = f"{path}.{key}" if path else key
+    if attr is None:
+      errors.append(f"{where}: unknown field (not in {cls_name})")
+      continue
+    if v is None:
+      continue
+    _check_type(cls.openapi_types[attr], v, where, errors)
+  for attr in _required_attrs(cls):
+    key = cls.attribute_map[attr]
+    if value.get(key) is None:
+      where = f"{path}.{key}" if path else key
+      errors.append(f"{where}: required field missing ({cls_name})")
+
+
+def describe(obj):
+  """'Kind namespace/name' for messages."""
+  if not isinstance(obj, dict):
+    return "<not an object>"
+  meta = obj.get("metadata") or {}
+  name = meta.get("name", "<no name>")
+  ns = meta.get("namespace")
+  return f"{obj.get('kind', '<no kind>')} {ns + '/' if ns else ''}{name}"
+
+
+def check_object(obj):
+  """Every problem the API server would refuse obj for; [] if none."""
+  errors = []
+  if not isinstance(obj, dict):
+    return [f"<document>: expected an object, got {_type_name(obj)}"]
+  key = (obj.get("apiVersion"), obj.get("kind"))
+  cls_name = KINDS.get(key)
+  if cls_name is None:
+    return [f"apiVersion/kind: {key[0]}/{key[1]} is not a kind this test "
+            f"knows (add it to KINDS in {__name__}.py)"]
+  _check_model(cls_name, obj, "", errors)
+  if errors:
+    return errors  # semantic checks assume the shapes are right
+  _check_metadata(obj.get("metadata") or {}, "metadata", errors,
+                  namespaced=key not in {("v1", "Namespace"),
+                                         ("scheduling.k8s.io/v1",
+                                          "PriorityClass"),
+                                         ("node.k8s.io/v1", "RuntimeClass")})
+  kind = obj["kind"]
+  if kind == "Pod":
+    _check_pod_spec(obj.get("spec") or {}, "spec", errors, is_template=False)
+  elif kind in ("DaemonSet", "Deployment"):
+    _check_workload(obj, errors)
+  elif kind == "ConfigMap":
+    for section in ("data", "binaryData"):
+      for k in (obj.get(section) or {}):
+        if not _CONFIGMAP_KEY.match(k) or len(k) > 253:
+          errors.append(f"{section}.{k}: not a valid ConfigMap key")
+  return errors
+
+
+def _check_metadata(meta, path, errors, namespaced=True, template=False):
+  if not template:
+    name = meta.get("name")
+    if not name and not meta.get("generateName"):
+      errors.append(f"{path}.name: required (or generateName)")
+    elif name and (len(name) > 253 or not _DNS_SUBDOMAIN.match(name)):
+      errors.append(f"{path}.name: {name!r} is not a DNS subdomain")
+    ns = meta.get("namespace")
+    if ns is not None and (not namespaced or not _DNS_LABEL.match(ns)
+                           or len(ns) > 63):
+      errors.append(f"{path}.namespace: {ns!r} is not valid here")
+  for k, v in (meta.get("labels") or {}).items():
+    _check_qualified_name(k, f"{path}.labels", errors)
+    if len(v) > 63 or not _LABEL_VALUE.match(v):
+      errors.append(f"{path}.labels.{k}: {v!r} is not a valid label value")
+  for k in (meta.get("annotations") or {}):
+    _check_qualified_name(k, f"{path}.annotations", errors)
+
+
+def _check_qualified_name(k, path, errors):
+  prefix, _, name = k.rpartition("/")
+  if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    errors.append(f"{path}: key {k!r} has an invalid prefix")
+  if len(name) > 63 or not _LABEL_NAME.match(name):
+    errors.append(f"{path}: key {k!r} is not a valid qualified name")
+
+
+def _selector_matches(selector, labels):
+  for k, v in (selector.get("matchLabels") or {}).items():
+    if labels.get(k) != v:
+      return False
+  for e in selector.get("matchExpressions") or []:
+    op, k, values = e.get("operator"), e.get("key"), e.get("values") or []
+    if op == "In" and labels.get(k) not in values:
+      return False
+    if op == "NotIn" and labels.get(k) in values:
+      return False
+    if op == "Exists" and k not in labels:
+      return False
+    if op == "DoesNotExist" and k in labels:
+      return False
+  return True
+
+
+def _check_label_selector(sel, path, errors):
+  if not sel.get("matchLabels") and not sel.get("matchExpressions"):
+    errors.append(f"{path}: empty selector (it would select every pod)")
+  for i, e in enumerate(sel.get("matchExpressions") or []):
+    _check_requirement(e, f"{path}.matchExpressions[{i}]", _SELECTOR_OPS,
+                       errors)
+
+
+def _check_requirement(e, path, ops, errors):
+  op = e.get("operator")
+  if op not in ops:
+    errors.append(f"{path}.operator: {op!r} is not one of {sorted(ops)}")
+  elif op in ("In", "NotIn") and not e.get("values"):
+    errors.append(f"{path}.values: required for operator {op}")
+  elif op in ("Exists", "DoesNotExist") and e.get("values"):
+    errors.append(f"{path}.values: must be empty for operator {op}")
+  elif op in ("Gt", "Lt") and len(e.get("values") or []) != 1:
+    errors.append(f"{path}.values: exactly one value for operator {op}")
+
+
+def _check_workload(obj, errors):
+  spec = obj["spec"]
+  sel = spec["selector"]
+  _check_label_selector(sel, "spec.selector", errors)
+  template = spec["template"]
+  labels = (template.get("metadata") or {}).get("labels") or {}
+  _check_metadata(template.get("metadata") or {}, "spec.template.metadata",
+                  errors, template=True)
+  if not _selector_matches(sel, labels):
+    errors.append("spec.selector: does not match spec.template.metadata."
+                  f"labels {labels}")
+  if obj["kind"] == "DaemonSet":
+    strategy = spec.get("updateStrategy") or {}
+    t = strategy.get("type", "RollingUpdate")
+    if t not in ("RollingUpdate", "OnDelete"):
+      errors.append(f"spec.updateStrategy.type: {t!r} is not RollingUpdate "
+                    "or OnDelete")
+    if t == "OnDelete" and strategy.get("rollingUpdate"):
+      errors.append("spec.updateStrategy.rollingUpdate: only with "
+                    "type RollingUpdate")
+  tspec = template.get("spec") or {}
+  if tspec.get("restartPolicy", "Always") != "Always":
+    errors.append("spec.template.spec.restartPolicy: must be Always")
+  _check_pod_spec(tspec, "spec.template.spec", errors, is_template=True)
+
+
+def _check_pod_spec(spec, path, errors, is_template):
+  del is_template
+  volumes = {}
+  for i, v in enumerate(spec.get("volumes") or []):
+    vp = f"{path}.volumes[{i}]"
+    name = v.get("name")
+    if not _DNS_LABEL.match(name) or len(name) > 63:
+      errors.append(f"{vp}.name: {name!r} is not a DNS label")
+    if name in volumes:
+      errors.append(f"{vp}.name: duplicate volume {name!r}")
+    volumes[name] = v
+    sources = [k for k in v if k not in _VOLUME_SOURCES_EXCLUDED]
+    if len(sources) != 1:
+      errors.append(f"{vp}: exactly one volume source, got {sources}")
+    hp = v.get("hostPath")
+    if hp:
+      if not hp["path"].startswith("/"):
+        errors.append(f"{vp}.hostPath.path: {hp['path']!r} is not absolute")
+      if hp.get("type", "") not in _HOSTPATH_TYPES:
+        errors.append(f"{vp}.hostPath.type: {hp.get('type')!r} is not one of "
+                      f"{sorted(_HOSTPATH_TYPES)}")
+  for i, t in enumerate(spec.get("tolerations") or []):
+    tp = f"{path}.tolerations[{i}]"
+    op = t.get("operator", "Equal")
+    if op not in ("Exists", "Equal"):
+      errors.append(f"{tp}.operator: {op!r} is not Exists or Equal")
+    if op == "Exists" and t.get("value"):
+      errors.append(f"{tp}.value: must be empty with operator Exists")
+    if not t.get("key") and op != "Exists":
+      errors.append(f"{tp}.operator: must be Exists when key is empty")
+    if t.get("effect", "") not in _TAINT_EFFECTS:
+      errors.append(f"{tp}.effect: {t.get('effect')!r} is not one of "
+                    f"{sorted(_TAINT_EFFECTS)}")
+  node_aff = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+      "requiredDuringSchedulingIgnoredDuringExecution")
+  if node_aff:
+    for i, term in enumerate(node_aff.get("nodeSelectorTerms") or []):
+      for j, e in enumerate(term.get("matchExpressions") or []):
+        _check_requirement(
+            e, f"{path}.affinity.nodeAffinity.requiredDuringScheduling"
+            f"IgnoredDuringExecution.nodeSelectorTerms[{i}].matchExpressions"
+            f"[{j}]", _NODE_SELECTOR_OPS, errors)
+  names = set()
+  for group in ("initContainers", "containers"):
+    for i, c in enumerate(spec.get(group) or []):
+      cp = f"{path}.{group}[{i}]"
+      if c["name"] in names:
+        errors.append(f"{cp}.name: duplicate container {c['name']!r}")
+      names.add(c["name"])
+      _check_container(c, cp, volumes, errors)
+  if not spec.get("containers"):
+    errors.append(f"{path}.containers: at least one container")
+
+
+def _check_container(c, path, volumes, errors):
+  if not _DNS_LABEL.match(c["name"]) or len(c["name"]) > 63:
+    errors.append(f"{path}.name: {c['name']!r} is not a DNS label")
+  if not c.get("image"):
+    errors.append(f"{path}.image: required")
+  if c.get("imagePullPolicy", "IfNotPresent") not in _PULL_POLICIES:
+    errors.append(f"{path}.imagePullPolicy: {c['imagePullPolicy']!r} is not "
+                  f"one of {sorted(_PULL_POLICIES)}")
+  port_names = {}
+  for i, p in enumerate(c.get("ports") or []):
+    pp = f"{path}.ports[{i}]"
+    if not 1 <= p["containerPort"] <= 65535:
+      errors.append(f"{pp}.containerPort: {p['containerPort']} out of range")
+    if p.get("protocol", "TCP") not in _PROTOCOLS:
+      errors.append(f"{pp}.protocol: {p['protocol']!r} is not one of "
+                    f"{sorted(_PROTOCOLS)}")
+    name = p.get("name")
+    if name is not None:
+      if (len(name) > 15 or not _PORT_NAME.match(name) or "--" in name or
+          not re.search("[a-z]", name)):
+        errors.append(f"{pp}.name: {name!r} is not an IANA service name")
+      if name in port_names:
+        errors.append(f"{pp}.name: duplicate port name {name!r}")
+      port_names[name] = p["containerPort"]
+  env_names = set()
+  for i, e in enumerate(c.get("env") or []):
+    ep = f"{path}.env[{i}]"
+    if not _ENV_NAME.match(e["name"]):
+      errors.append(f"{ep}.name: {e['name']!r} is not a valid variable name")
+    if e["name"] in env_names:
+      errors.append(f"{ep}.name: {e['name']!r} set twice")
+    env_names.add(e["name"])
+    if "value" in e and "valueFrom" in e:
+      errors.append(f"{ep}: value and valueFrom are exclusive")
+  sc = c.get("securityContext") or {}
+  privileged = sc.get("privileged") is True
+  if sc.get("allowPrivilegeEscalation") is False:
+    if privileged:
+      errors.append(f"{path}.securityContext: cannot set "
+                    "allowPrivilegeEscalation to false and privileged to true")
+    if "CAP_SYS_ADMIN" in ((sc.get("capabilities") or {}).get("add") or []):
+      errors.append(f"{path}.securityContext: cannot set "
+                    "allowPrivilegeEscalation to false and add CAP_SYS_ADMIN")
+  mount_paths = set()
+  for i, m in enumerate(c.get("volumeMounts") or []):
+    mp = f"{path}.volumeMounts[{i}]"
+    if m["name"] not in volumes:
+      errors.append(f"{mp}.name: no volume named {m['name']!r}")
+    if not m["mountPath"].startswith("/"):
+      errors.append(f"{mp}.mountPath: {m['mountPath']!r} is not absolute")
+    if m["mountPath"] in mount_paths:
+      errors.append(f"{mp}.mountPath: {m['mountPath']!r} mounted twice")
+    mount_paths.add(m["mountPath"])
+    prop = m.get("mountPropagation")
+    if prop is not None and prop not in _PROPAGATIONS:
+      errors.append(f"{mp}.mountPropagation: {prop!r} is not one of "
+                    f"{sorted(_PROPAGATIONS)}")
+    if prop == "Bidirectional" and not privileged:
+      errors.append(f"{mp}.mountPropagation: Bidirectional needs a "
+                    "privileged container")
+  for probe_name in ("livenessProbe", "readinessProbe", "startupProbe"):
+    probe = c.get(probe_name)
+    if probe is None:
+      continue
+    pp = f"{path}.{probe_name}"
+    handlers = [h for h in _PROBE_HANDLERS if probe.get(h)]
+    if len(handlers) != 1:
+      errors.append(f"{pp}: exactly one of {list(_PROBE_HANDLERS)}, got "
+                    f"{handlers}")
+    for h in ("httpGet", "tcpSocket"):
+      action = probe.get(h)
+      if not action:
+        continue
+      port = action.get("port")
+      if isinstance(port, str) and not port.isdigit():
+        if port not in port_names:
+          errors.append(f"{pp}.{h}.port: {port!r} names no port of the "
+                        f"container (ports: {sorted(port_names)})")
+      elif isinstance(port, (int, str)) and not isinstance(port, bool):
+        if not 1 <= int(port) <= 65535:
+          errors.append(f"{pp}.{h}.port: {port} out of range")
+      else:
+        errors.append(f"{pp}.{h}.port: expected a number or a port name, "
+                      f"got {port!r}")
+      if h == "httpGet" and not action.get("path", "/").startswith("/"):
+        errors.append(f"{pp}.httpGet.path: must start with /")
+    if probe_name in ("livenessProbe", "startupProbe") and \
+        probe.get("successThreshold", 1) != 1:
+      errors.append(f"{pp}.successThreshold: must be 1")
+  res = c.get("resources") or {}
+  for k, req in (res.get("requests") or {}).items():
+    lim = (res.get("limits") or {}).get(k)
+    if lim is not None and parse_quantity(req) > parse_quantity(lim):
+      errors.append(f"{path}.resources.requests.{k}: {req} exceeds the "
+                    f"limit {lim}")
+  for k in (res.get("requests") or {}):
+    if "/" in k and k not in (res.get("limits") or {}):
+      errors.append(f"{path}.resources.requests.{k}: an extended resource "
+                    "must be set in limits (requests default to limits)")
+
+
+def port_number(container, port):
+  """The number a probe's port names (a number, or a port's name)."""
+  if isinstance(port, int):
+    return port
+  if isinstance(port, str) and port.isdigit():
+    return int(port)
+  for p in container.get("ports") or []:
+    if p.get("name") == port:
+      return p["containerPort"]
+  return None
