@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "plugin/plugin_metrics.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -89,12 +90,18 @@ void PluginLifecycle::TryRegister() {
   if (!s.ok()) {
     LOG_ERROR("Registering {} with the kubelet at {} failed: {}",
               options_.resource_name, options_.kubelet_socket, s.ToString());
+    PluginMetrics::Get()
+        .registrations.With({options_.resource_name, "failed"})
+        .Increment();
     Retry("registration");
     return;
   }
   registered_ = true;
   registered_kubelet_ = kubelet;
   registrations_++;
+  PluginMetrics::Get()
+      .registrations.With({options_.resource_name, "ok"})
+      .Increment();
   ResetBackoff();
   LOG_INFO("Registered device plugin for {} with the kubelet",
            options_.resource_name);
@@ -140,6 +147,9 @@ void PluginLifecycle::Step(absl::Duration max_wait) {
   } else if (ev.kubelet_socket_created) {
     LOG_INFO("{} was created (kubelet started); registering again",
              options_.kubelet_socket);
+    PluginMetrics::Get()
+        .kubelet_restarts.With({options_.resource_name})
+        .Increment();
     ServeAndRegisterAnew(server_ != nullptr && !server_->SocketIntact());
   }
 }
