@@ -97,6 +97,13 @@ void PluginLifecycle::TryRegister() {
     return;
   }
   registered_ = true;
+  // Whichever event showed it first (our socket wiped, or kubelet.sock
+  // created), a kubelet restart is a registration with a new kubelet.sock.
+  if (registered_kubelet_.has_value() && kubelet != registered_kubelet_) {
+    PluginMetrics::Get()
+        .kubelet_restarts.With({options_.resource_name})
+        .Increment();
+  }
   registered_kubelet_ = kubelet;
   registrations_++;
   PluginMetrics::Get()
@@ -147,9 +154,6 @@ void PluginLifecycle::Step(absl::Duration max_wait) {
   } else if (ev.kubelet_socket_created) {
     LOG_INFO("{} was created (kubelet started); registering again",
              options_.kubelet_socket);
-    PluginMetrics::Get()
-        .kubelet_restarts.With({options_.resource_name})
-        .Increment();
     ServeAndRegisterAnew(server_ != nullptr && !server_->SocketIntact());
   }
 }

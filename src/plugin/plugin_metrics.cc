@@ -30,7 +30,8 @@ PluginMetrics& PluginMetrics::Get() {
                      "(ok or failed).",
                      {"resource", "result"}),
         r.AddCounter("gpu_device_plugin_kubelet_restarts_total",
-                     "Kubelet starts seen (a new kubelet.sock), by resource.",
+                     "Kubelet restarts seen (registered again with a new "
+                     "kubelet.sock), by resource.",
                      {"resource"}),
     };
   }();

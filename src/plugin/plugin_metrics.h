@@ -25,8 +25,8 @@ struct PluginMetrics {
   // gpu_device_plugin_registrations_total{resource,result}: result "ok" or
   // "failed".
   metrics::Family<metrics::Counter>& registrations;
-  // gpu_device_plugin_kubelet_restarts_total{resource}: new kubelet.sock
-  // seen by the resource's plugin.
+  // gpu_device_plugin_kubelet_restarts_total{resource}: registrations
+  // with a kubelet.sock other than the one registered with before.
   metrics::Family<metrics::Counter>& kubelet_restarts;
 
   // Registered in metrics::DefaultRegistry() at the first call. Thread-safe.
