@@ -8,6 +8,7 @@ build=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+  python3-prometheus-client
 )
 # The clang + sanitizer build; the deploy tests (tests/deploy) render the
 # manifests with kubectl and check them with python3-kubernetes.

@@ -26,7 +26,8 @@
 
 namespace gdp {
 
-// Not thread-safe: one thread starts, reloads and stops it.
+// Not thread-safe (but for Plugins and NvmlFailure): one thread starts,
+// reloads and stops it.
 class Daemon {
  public:
   // `nvml` must outlive the daemon. REQUIRES: Validate(config).ok().
@@ -50,6 +51,11 @@ class Daemon {
   absl::Status Reload(const absl::StatusOr<Config>& loaded);
 
   const Config& config() const { return config_; }
+
+  // Thread-safe: what each running resource's plugin is doing now.
+  std::vector<PluginStatus> Plugins() const { return manager_.Statuses(); }
+  // Thread-safe: why the health monitor finds NVML failing, or "".
+  std::string NvmlFailure() const { return health_.nvml_failure(); }
 
  private:
   // Builds everything for `config` on `node` and applies it.

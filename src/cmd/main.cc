@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "cmd/daemon.h"
+#include "cmd/endpoints.h"
 #include "cmd/flags.h"
 #include "config/load.h"
 #include "nvml/nvml.h"
@@ -60,7 +61,7 @@ std::string Gib(uint64_t bytes) {
 
 // Loads NVML and discovers the GPUs, retrying every nvml_retry_interval unless
 // --fail-on-init-error. Returns false to exit with *exit_code.
-bool OpenAndDiscover(const Config& cfg, StopState* stop,
+bool OpenAndDiscover(const Config& cfg, StopState* stop, Endpoints* endpoints,
                      std::unique_ptr<Nvml>* nvml, NodeGpus* node,
                      int* exit_code) {
   for (;;) {
@@ -78,6 +79,7 @@ bool OpenAndDiscover(const Config& cfg, StopState* stop,
                   ? absl::NotFoundError("NVML reports no GPUs")
                   : found->unusable.front();
     }
+    endpoints->NvmlNotLoaded(error);
     if (cfg.fail_on_init_error) {
       LOG_FATAL(
           "Failed to initialize NVML: {}. If this is a GPU node, check the "
@@ -200,8 +202,8 @@ void ServeUntilStopped(const ParsedFlags& flags, Daemon* daemon,
     LOG_INFO("{}: reloading the config",
              hup ? std::string("SIGHUP")
                  : "Config file " + daemon->config().config_file + " changed");
-    (void)daemon->Reload(
-        LoadConfig(flags.flag_config, flags.explicit_settings));
+    CountConfigReload(
+        daemon->Reload(LoadConfig(flags.flag_config, flags.explicit_settings)));
   }
   absl::MutexLock lock(&stop->mu);
   stop->watcher = nullptr;
@@ -224,16 +226,23 @@ int Serve(const ParsedFlags& flags) {
     LOG_INFO("Config file {}", cfg.config_file);
   }
   int exit_code = 0;
-  {
+  // Before NVML, so /healthz answers while NVML is retried.
+  auto endpoints = Endpoints::Start(cfg.metrics_address);
+  if (!endpoints.ok()) {
+    LOG_FATAL("{}", endpoints.status().message());
+    exit_code = 1;
+  } else {
     std::unique_ptr<Nvml> nvml;
     NodeGpus node;
-    if (OpenAndDiscover(cfg, &stop, &nvml, &node, &exit_code)) {
+    if (OpenAndDiscover(cfg, &stop, endpoints->get(), &nvml, &node,
+                        &exit_code)) {
       LogGpus(*nvml, node);
       Daemon daemon(*nvml, cfg);
       if (absl::Status s = daemon.Start(std::move(node)); !s.ok()) {
         LOG_FATAL("{}", s.message());
         exit_code = 1;
       } else {
+        Endpoints::Serving serving(**endpoints, &daemon);
         ServeUntilStopped(flags, &daemon, &stop);
       }
     }  // the plugins stop before NVML shuts down

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "health/health_metrics.h"
 #include "health/probe.h"
 #include "util/logging.h"
 
@@ -193,6 +194,7 @@ void HealthMonitor::Handle(const NvmlEvent& event) {
            it->ref.uuid, event.type);
       return;
   }
+  CountHealthEvent(e);
   tracker_.OnEvent(it->ref, e, now);
 }
 

@@ -64,6 +64,11 @@ uint64_t HealthTracker::generation() const {
   return generation_;
 }
 
+std::string HealthTracker::nvml_failure() const {
+  absl::MutexLock lock(&mu_);
+  return nvml_failed_ ? nvml_reason_ : std::string();
+}
+
 bool HealthTracker::nvml_failed() const {
   absl::MutexLock lock(&mu_);
   return nvml_failed_;

@@ -142,6 +142,9 @@ class HealthTracker {
       ABSL_LOCKS_EXCLUDED(mu_);
   void OnNvmlWorks(absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
   bool nvml_failed() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Why NVML counts as failed (the reason OnNvmlFailure got), or "" while
+  // it works.
+  std::string nvml_failure() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // The recoverable units whose probe is due at `now`, and the earliest
   // time one will be (absl::InfiniteFuture() if none).

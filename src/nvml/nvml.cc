@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "metrics/registry.h"
 
 namespace gdp {
 
@@ -117,6 +118,19 @@ absl::StatusCode CodeFor(nvmlReturn_t r) {
   }
 }
 
+// Counts a failed NVML call in gpu_device_plugin_nvml_errors_total. A
+// timeout is an event wait that saw no event, not an error.
+void CountError(const char* call, nvmlReturn_t r) {
+  static metrics::Family<metrics::Counter>& errors =
+      metrics::DefaultRegistry().AddCounter(
+          "gpu_device_plugin_nvml_errors_total",
+          "NVML calls that returned an error, by function and nvmlReturn_t "
+          "code; event wait timeouts are not counted.",
+          {"function", "code"});
+  if (r == NVML_SUCCESS || r == NVML_ERROR_TIMEOUT) return;
+  errors.With({call, absl::StrCat(static_cast<int>(r))}).Increment();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
@@ -169,6 +183,7 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
   }
   nvmlReturn_t r = fns->nvmlInit_v2();
   if (r != NVML_SUCCESS) {
+    CountError("nvmlInit_v2", r);
     absl::Status s(CodeFor(r), absl::StrCat("nvmlInit_v2 (", path, ") failed: ",
                                             fns->nvmlErrorString(r)));
     s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(r))));
@@ -188,6 +203,7 @@ Nvml::~Nvml() {
 
 absl::Status Nvml::Check(nvmlReturn_t r, const char* call) const {
   if (r == NVML_SUCCESS) return absl::OkStatus();
+  CountError(call, r);
   absl::Status s(CodeFor(r),
                  absl::StrCat(call, ": ", fns_->nvmlErrorString(r)));
   s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(r))));

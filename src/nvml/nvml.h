@@ -103,7 +103,9 @@ class Nvml {
   const std::string& library_path() const { return library_path_; }
 
   // Thread-safety: NVML is thread-safe, and so are these. Each returns the
-  // NVML error as a Status naming the call (see NvmlCode).
+  // NVML error as a Status naming the call (see NvmlCode), and counts it
+  // in gpu_device_plugin_nvml_errors_total{function,code} (as does a
+  // failed nvmlInit_v2 in Open; an event wait's timeout is not counted).
   absl::StatusOr<std::string> DriverVersion() const;
   absl::StatusOr<int> CudaDriverVersion() const;  // e.g. 12040
   absl::StatusOr<unsigned> DeviceCount() const;

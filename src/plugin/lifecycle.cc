@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "plugin/plugin_metrics.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -89,12 +90,25 @@ void PluginLifecycle::TryRegister() {
   if (!s.ok()) {
     LOG_ERROR("Registering {} with the kubelet at {} failed: {}",
               options_.resource_name, options_.kubelet_socket, s.ToString());
+    PluginMetrics::Get()
+        .registrations.With({options_.resource_name, "failed"})
+        .Increment();
     Retry("registration");
     return;
   }
   registered_ = true;
+  // Whichever event showed it first (our socket wiped, or kubelet.sock
+  // created), a kubelet restart is a registration with a new kubelet.sock.
+  if (registered_kubelet_.has_value() && kubelet != registered_kubelet_) {
+    PluginMetrics::Get()
+        .kubelet_restarts.With({options_.resource_name})
+        .Increment();
+  }
   registered_kubelet_ = kubelet;
   registrations_++;
+  PluginMetrics::Get()
+      .registrations.With({options_.resource_name, "ok"})
+      .Increment();
   ResetBackoff();
   LOG_INFO("Registered device plugin for {} with the kubelet",
            options_.resource_name);

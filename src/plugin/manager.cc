@@ -19,6 +19,9 @@ struct PluginManager::Plugin {
   std::unique_ptr<Allocator> allocator;
   std::unique_ptr<PluginLifecycle> lifecycle;
   std::thread thread;
+  // ListAndWatch streams open now, counted by the services.
+  std::shared_ptr<std::atomic<int>> open_streams =
+      std::make_shared<std::atomic<int>>(0);
 
   ~Plugin() {
     if (lifecycle != nullptr) lifecycle->Stop();
@@ -59,7 +62,9 @@ absl::StatusOr<std::unique_ptr<PluginManager::Plugin>> PluginManager::Start(
   DeviceSet* set = p->devices.get();
   const Allocator* allocator = p->allocator.get();
   ServiceOptions service{.shared_allocation_policy = spec.policy,
-                         .topology = topology_};
+                         .topology = topology_,
+                         .resource_name = spec.resource.name,
+                         .open_streams = p->open_streams};
   std::string resource_name = spec.resource.name;
   // The kubelet's DevicePlugin service and our DeviceStatus service (health
   // reasons for dpctl) share the socket.
@@ -166,6 +171,21 @@ bool PluginManager::AllRegistered() const {
     if (!p->lifecycle->registered()) return false;
   }
   return true;
+}
+
+std::vector<PluginStatus> PluginManager::Statuses() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<PluginStatus> out;
+  for (const auto& [name, p] : plugins_) {
+    PluginStatus s{.resource = name,
+                   .registered = p->lifecycle->registered(),
+                   .open_streams = p->open_streams->load()};
+    for (const Device& d : p->devices->Get()->devices) {
+      ++(d.health == Health::kHealthy ? s.healthy : s.unhealthy);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace gdp

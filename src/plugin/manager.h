@@ -32,6 +32,15 @@ struct PluginSpec {
   bool SameDefinition(const PluginSpec& o) const;
 };
 
+// What one running resource's plugin is doing now.
+struct PluginStatus {
+  std::string resource;
+  bool registered = false;  // with the kubelet, since the last (re)start
+  int open_streams = 0;     // ListAndWatch streams open now
+  size_t healthy = 0;       // devices by health
+  size_t unhealthy = 0;
+};
+
 // Thread-safe.
 class PluginManager {
  public:
@@ -68,6 +77,9 @@ class PluginManager {
 
   // True when every running resource is registered with the kubelet.
   bool AllRegistered() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Every running resource's status, sorted by name.
+  std::vector<PluginStatus> Statuses() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Plugin;  // defined in manager.cc

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "plugin/plugin_metrics.h"
 #include "plugin/preferred.h"
 #include "plugin/wire.h"
 #include "util/logging.h"
@@ -23,7 +24,10 @@ using v1beta1::ListAndWatchResponse;
 class ListAndWatchReactor final
     : public grpc::ServerWriteReactor<ListAndWatchResponse> {
  public:
-  explicit ListAndWatchReactor(DeviceSet& devices) : devices_(devices) {
+  ListAndWatchReactor(DeviceSet& devices,
+                      std::shared_ptr<std::atomic<int>> open_streams)
+      : devices_(devices), open_streams_(std::move(open_streams)) {
+    if (open_streams_ != nullptr) ++*open_streams_;
     // Subscribe before taking mu_: callbacks run under the DeviceSet's lock
     // and then take mu_, so mu_ must never be held while subscribing.
     token_ = devices_.Subscribe([this] { OnDevicesChanged(); });
@@ -51,6 +55,7 @@ class ListAndWatchReactor final
 
   void OnDone() override {
     devices_.Unsubscribe(token_);
+    if (open_streams_ != nullptr) --*open_streams_;
     VLOG(1, "ListAndWatch stream closed");
     delete this;
   }
@@ -89,6 +94,7 @@ class ListAndWatchReactor final
   }
 
   DeviceSet& devices_;
+  const std::shared_ptr<std::atomic<int>> open_streams_;
   absl::Mutex mu_;
   uint64_t token_ = 0;
   ListAndWatchResponse response_ ABSL_GUARDED_BY(mu_);
@@ -118,12 +124,30 @@ std::vector<std::string> Ids(
   return std::vector<std::string>(ids.begin(), ids.end());
 }
 
+// Counts a refused call of `method`.
+void CountRefusal(const std::string& resource, const char* method,
+                  absl::StatusCode code) {
+  PluginMetrics::Get()
+      .refused.With({resource, method, RefusalReason(code)})
+      .Increment();
+}
+
 }  // namespace
 
 DevicePluginService::DevicePluginService(DeviceSet& devices,
                                          const Allocator& allocator,
                                          ServiceOptions options)
-    : devices_(devices), allocator_(allocator), options_(options) {}
+    : devices_(devices),
+      allocator_(allocator),
+      options_(options),
+      allocations_(
+          PluginMetrics::Get().allocations.With({options_.resource_name})),
+      allocated_devices_(PluginMetrics::Get().allocated_devices.With(
+          {options_.resource_name})),
+      allocate_duration_(PluginMetrics::Get().duration.With(
+          {options_.resource_name, kAllocateMethod})),
+      preferred_duration_(PluginMetrics::Get().duration.With(
+          {options_.resource_name, kPreferredMethod})) {}
 
 grpc::ServerUnaryReactor* DevicePluginService::GetDevicePluginOptions(
     grpc::CallbackServerContext* ctx, const v1beta1::Empty*,
@@ -137,13 +161,14 @@ grpc::ServerWriteReactor<ListAndWatchResponse>*
 DevicePluginService::ListAndWatch(grpc::CallbackServerContext*,
                                   const v1beta1::Empty*) {
   VLOG(1, "ListAndWatch stream opened");
-  return new ListAndWatchReactor(devices_);
+  return new ListAndWatchReactor(devices_, options_.open_streams);
 }
 
 grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
     grpc::CallbackServerContext* ctx,
     const v1beta1::PreferredAllocationRequest* req,
     v1beta1::PreferredAllocationResponse* resp) {
+  metrics::ScopedTimer timer(preferred_duration_);
   std::shared_ptr<const DeviceList> list = devices_.Get();
   std::shared_ptr<const NodeTopology> topology =
       options_.topology != nullptr ? options_.topology->Get() : nullptr;
@@ -155,6 +180,8 @@ grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
     if (!chosen.ok()) {
       LOG_WARN("GetPreferredAllocation refused (container request {}): {}", i,
                chosen.status().message());
+      CountRefusal(options_.resource_name, kPreferredMethod,
+                   chosen.status().code());
       return Done(ctx, ForContainer(i, chosen.status()));
     }
     auto* out = resp->add_container_responses();
@@ -166,8 +193,11 @@ grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
 grpc::ServerUnaryReactor* DevicePluginService::Allocate(
     grpc::CallbackServerContext* ctx, const v1beta1::AllocateRequest* req,
     v1beta1::AllocateResponse* resp) {
+  metrics::ScopedTimer timer(allocate_duration_);
   if (req->container_requests_size() == 0) {
     LOG_WARN("Allocate refused: request has no container requests");
+    CountRefusal(options_.resource_name, kAllocateMethod,
+                 absl::StatusCode::kInvalidArgument);
     return Done(ctx,
                 grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                              "allocate request has no container requests"));
@@ -181,12 +211,16 @@ grpc::ServerUnaryReactor* DevicePluginService::Allocate(
       LOG_WARN("Allocate refused (container request {}, devices [{}]): {}", i,
                absl::StrJoin(ids, ","), alloc.status().message());
       resp->Clear();
+      CountRefusal(options_.resource_name, kAllocateMethod,
+                   alloc.status().code());
       return Done(ctx, ForContainer(i, alloc.status()));
     }
     VLOG(1, "Allocate: container request {}: devices [{}]", i,
          absl::StrJoin(ids, ","));
     ToWire(*alloc, resp->add_container_responses());
+    allocated_devices_.Increment(ids.size());
   }
+  allocations_.Increment();
   return Done(ctx, grpc::Status::OK);
 }
 

@@ -3,10 +3,13 @@
 #ifndef GDP_PLUGIN_SERVICE_H_
 #define GDP_PLUGIN_SERVICE_H_
 
+#include <atomic>
 #include <memory>
+#include <string>
 
 #include "config/config.h"
 #include "device/device_set.h"
+#include "metrics/registry.h"
 #include "plugin/allocator.h"
 #include "topology/node_topology.h"
 #include "v1beta1/api.grpc.pb.h"
@@ -23,6 +26,11 @@ struct ServiceOptions {
   // (so a rediscovered topology applies without a restart); null or empty:
   // NUMA only.
   std::shared_ptr<const SharedTopology> topology;
+  // The resource served: the label of its metrics (PluginMetrics).
+  std::string resource_name;
+  // When not null, counts the ListAndWatch streams open now (the kubelet
+  // holds one while it is alive and we are registered).
+  std::shared_ptr<std::atomic<int>> open_streams;
 };
 
 // Thread-safe (gRPC calls it from its own threads). A new instance is made
@@ -66,6 +74,11 @@ class DevicePluginService final
   DeviceSet& devices_;
   const Allocator& allocator_;
   const ServiceOptions options_;
+  // This resource's children of PluginMetrics, looked up once.
+  metrics::Counter& allocations_;
+  metrics::Counter& allocated_devices_;
+  metrics::Histogram& allocate_duration_;
+  metrics::Histogram& preferred_duration_;
 };
 
 }  // namespace gdp

@@ -1,0 +1,150 @@
+#include "cmd/endpoints.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "plugin/plugin_metrics.h"
+#include "util/logging.h"
+
+namespace gdp {
+namespace {
+
+metrics::FamilySnapshot Gauge(const std::string& name, const std::string& help,
+                              std::vector<std::string> labels) {
+  return {name, help, metrics::Type::kGauge, std::move(labels)};
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Endpoints>> Endpoints::Start(
+    const std::string& address) {
+  std::unique_ptr<Endpoints> e(new Endpoints);
+  metrics::Registry& registry = metrics::DefaultRegistry();
+  static metrics::Family<metrics::Gauge>& build_info =
+      registry.AddGauge("gpu_device_plugin_build_info",
+                        "Always 1; the version built.", {"version"});
+  build_info.With({GDP_VERSION}).Set(1);
+  PluginMetrics::Get();  // its families show (empty) from the start
+  if (address.empty()) return e;
+  Endpoints* self = e.get();
+  e->collector_ = registry.AddCollector([self] { return self->Collect(); });
+  auto server =
+      metrics::HttpServer::Start(address, registry,
+                                 {.healthz = [self] { return self->Healthz(); },
+                                  .readyz = [self] { return self->Readyz(); }});
+  if (!server.ok()) return server.status();
+  e->server_ = *std::move(server);
+  LOG_INFO("Serving /metrics, /healthz and /readyz on {}", address);
+  return e;
+}
+
+Endpoints::~Endpoints() {
+  server_.reset();
+  if (collector_ != 0) metrics::DefaultRegistry().RemoveCollector(collector_);
+}
+
+void Endpoints::NvmlNotLoaded(const absl::Status& error) {
+  absl::MutexLock lock(&mu_);
+  nvml_error_ = error;
+}
+
+Endpoints::Serving::Serving(Endpoints& endpoints, const Daemon* daemon)
+    : endpoints_(endpoints) {
+  absl::MutexLock lock(&endpoints_.mu_);
+  endpoints_.daemon_ = daemon;
+  endpoints_.nvml_error_ = absl::OkStatus();
+}
+
+Endpoints::Serving::~Serving() {
+  absl::MutexLock lock(&endpoints_.mu_);  // waits out probes and scrapes
+  endpoints_.daemon_ = nullptr;
+}
+
+absl::Status Endpoints::NotServing() const {
+  if (!nvml_error_.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("NVML not loaded: ", nvml_error_.message()));
+  }
+  return absl::UnavailableError(
+      "not serving yet: loading NVML and discovering the GPUs");
+}
+
+absl::Status Endpoints::Healthz() const {
+  absl::MutexLock lock(&mu_);
+  if (daemon_ == nullptr) return NotServing();
+  if (std::string why = daemon_->NvmlFailure(); !why.empty()) {
+    return absl::UnavailableError(absl::StrCat("NVML failed: ", why));
+  }
+  std::vector<std::string> problems;
+  for (const PluginStatus& p : daemon_->Plugins()) {
+    if (!p.registered) {
+      problems.push_back(
+          absl::StrCat(p.resource, " is not registered with the kubelet"));
+    } else if (p.open_streams == 0) {
+      problems.push_back(absl::StrCat(
+          p.resource,
+          " is registered but no kubelet watches it (ListAndWatch stream "
+          "closed: kubelet gone?)"));
+    }
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrJoin(problems, "; "));
+}
+
+absl::Status Endpoints::Readyz() const {
+  absl::MutexLock lock(&mu_);
+  if (daemon_ == nullptr) return NotServing();
+  std::vector<std::string> unregistered;
+  for (const PluginStatus& p : daemon_->Plugins()) {
+    if (!p.registered) unregistered.push_back(p.resource);
+  }
+  if (unregistered.empty()) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "not registered with the kubelet: ", absl::StrJoin(unregistered, ", ")));
+}
+
+std::vector<metrics::FamilySnapshot> Endpoints::Collect() const {
+  metrics::FamilySnapshot devices = Gauge(
+      "gpu_device_plugin_devices",
+      "Devices advertised now, by resource and health (healthy, unhealthy).",
+      {"resource", "health"});
+  metrics::FamilySnapshot registered =
+      Gauge("gpu_device_plugin_registered",
+            "1 when the resource is registered with the kubelet, else 0.",
+            {"resource"});
+  metrics::FamilySnapshot streams = Gauge(
+      "gpu_device_plugin_list_and_watch_streams",
+      "ListAndWatch streams open now (the kubelet holds one), by resource.",
+      {"resource"});
+  metrics::FamilySnapshot nvml =
+      Gauge("gpu_device_plugin_nvml_ok",
+            "1 when NVML is loaded and not failing, else 0.", {});
+  absl::MutexLock lock(&mu_);
+  bool nvml_ok = daemon_ != nullptr && daemon_->NvmlFailure().empty();
+  nvml.samples.push_back({{}, nvml_ok ? 1.0 : 0.0});
+  if (daemon_ != nullptr) {
+    for (const PluginStatus& p : daemon_->Plugins()) {
+      devices.samples.push_back(
+          {{p.resource, "healthy"}, static_cast<double>(p.healthy)});
+      devices.samples.push_back(
+          {{p.resource, "unhealthy"}, static_cast<double>(p.unhealthy)});
+      registered.samples.push_back({{p.resource}, p.registered ? 1.0 : 0.0});
+      streams.samples.push_back(
+          {{p.resource}, static_cast<double>(p.open_streams)});
+    }
+  }
+  return {devices, registered, streams, nvml};
+}
+
+void CountConfigReload(const absl::Status& result) {
+  static metrics::Family<metrics::Counter>& reloads =
+      metrics::DefaultRegistry().AddCounter(
+          "gpu_device_plugin_config_reloads_total",
+          "Config reloads (SIGHUP or the config file changed), by result "
+          "(ok, failed).",
+          {"result"});
+  reloads.With({result.ok() ? "ok" : "failed"}).Increment();
+}
+
+}  // namespace gdp

@@ -1,0 +1,110 @@
+#include "metrics/http_server.h"
+
+#include <httplib.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "metrics/exposition.h"
+
+namespace gdp::metrics {
+namespace {
+
+void Answer(const Probe& probe, httplib::Response& res) {
+  absl::Status s = probe != nullptr ? probe() : absl::OkStatus();
+  if (s.ok()) {
+    res.status = 200;
+    res.set_content("ok\n", "text/plain; charset=utf-8");
+  } else {
+    res.status = 503;
+    res.set_content(std::string(s.message()) + "\n",
+                    "text/plain; charset=utf-8");
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
+    const std::string& address) {
+  size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics address must be host:port or :port, got '", address, "'"));
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host.empty()) host = "0.0.0.0";
+  return std::make_pair(host, port);
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const std::string& address, const Registry& registry,
+    HttpServerOptions options) {
+  auto hp = SplitHostPort(address);
+  if (!hp.ok()) return hp.status();
+  auto server = std::make_unique<httplib::Server>();
+  // Probes and scrapes are quick; two workers are plenty, and short
+  // keep-alives let Stop return promptly.
+  server->new_task_queue = [] { return new httplib::ThreadPool(2); };
+  server->set_keep_alive_timeout(1);
+  // httplib's default also sets SO_REUSEPORT, which would let a second
+  // process share the port silently; a taken port must be an error.
+  server->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  server->set_read_timeout(5);
+  server->set_write_timeout(5);
+  server->Get(
+      "/metrics", [&registry](const httplib::Request&, httplib::Response& res) {
+        res.set_content(RenderText(registry.Collect()), kTextContentType);
+      });
+  server->Get("/healthz", [probe = options.healthz](const httplib::Request&,
+                                                    httplib::Response& res) {
+    Answer(probe, res);
+  });
+  server->Get("/readyz", [probe = options.readyz](const httplib::Request&,
+                                                  httplib::Response& res) {
+    Answer(probe, res);
+  });
+  errno = 0;
+  int port = hp->second;
+  bool bound = port == 0 ? (port = server->bind_to_any_port(hp->first)) > 0
+                         : server->bind_to_port(hp->first, port);
+  if (!bound) {
+    int err = errno;
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve metrics on ", address, ": ",
+        err != 0 ? std::strerror(err) : "cannot bind the address"));
+  }
+  std::unique_ptr<HttpServer> out(new HttpServer(std::move(server), port));
+  httplib::Server* s = out->server_.get();
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  out->thread_ = std::thread([s, done] {
+    s->listen_after_bind();
+    *done = true;
+  });
+  // stop() is a no-op until the loop runs: wait for it, so the destructor
+  // cannot miss it.
+  while (!s->is_running() && !done->load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return out;
+}
+
+HttpServer::HttpServer(std::unique_ptr<httplib::Server> server, int port)
+    : server_(std::move(server)), port_(port) {}
+
+HttpServer::~HttpServer() {
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace gdp::metrics

@@ -1,0 +1,141 @@
+#include "metrics/http_server.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "metrics/exposition.h"
+
+namespace gdp::metrics {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(SplitHostPortTest, Table) {
+  struct Case {
+    std::string in;
+    bool ok;
+    std::string host = "";
+    int port = 0;
+  };
+  const Case cases[] = {
+      {":9445", true, "0.0.0.0", 9445},
+      {"127.0.0.1:8080", true, "127.0.0.1", 8080},
+      {"[::1]:80", true, "::1", 80},
+      {"localhost:0", true, "localhost", 0},
+      {"9445", false},
+      {":http", false},
+      {":70000", false},
+      {"", false},
+  };
+  for (const Case& c : cases) {
+    auto got = SplitHostPort(c.in);
+    ASSERT_EQ(got.ok(), c.ok) << c.in;
+    if (!c.ok) {
+      EXPECT_THAT(got.status().message(), HasSubstr("'" + c.in + "'"));
+      continue;
+    }
+    EXPECT_EQ(got->first, c.host) << c.in;
+    EXPECT_EQ(got->second, c.port) << c.in;
+  }
+}
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void Start() {
+    registry_.AddCounter("hits_total", "Hits.").With({}).Increment(3);
+    HttpServerOptions o;
+    o.healthz = [this]() -> absl::Status {
+      if (healthy_) return absl::OkStatus();
+      return absl::UnavailableError("nvidia.com/gpu is not registered");
+    };
+    o.readyz = [this]() -> absl::Status {
+      if (ready_) return absl::OkStatus();
+      return absl::UnavailableError("not ready \"yet\"");
+    };
+    auto s = HttpServer::Start("127.0.0.1:0", registry_, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = *std::move(s);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", server_->port());
+  }
+
+  Registry registry_;
+  std::atomic<bool> healthy_{true}, ready_{false};
+  std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(HttpServerTest, ServesMetrics) {
+  Start();
+  auto res = client_->Get("/metrics");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), kTextContentType);
+  EXPECT_EQ(res->body,
+            "# HELP hits_total Hits.\n# TYPE hits_total counter\n"
+            "hits_total 3\n");
+}
+
+TEST_F(HttpServerTest, ProbesAnswerTheirReason) {
+  Start();
+  struct Case {
+    const char* path;
+    int status;
+    std::string body;
+  };
+  auto check = [&](const Case& c) {
+    auto res = client_->Get(c.path);
+    ASSERT_TRUE(res) << c.path;
+    EXPECT_EQ(res->status, c.status) << c.path;
+    EXPECT_EQ(res->body, c.body) << c.path;
+    EXPECT_THAT(res->get_header_value("Content-Type"), HasSubstr("text/plain"));
+  };
+  for (const Case& c : {Case{"/healthz", 200, "ok\n"},
+                        Case{"/readyz", 503, "not ready \"yet\"\n"}}) {
+    check(c);
+  }
+  healthy_ = false;
+  ready_ = true;
+  for (const Case& c :
+       {Case{"/healthz", 503, "nvidia.com/gpu is not registered\n"},
+        Case{"/readyz", 200, "ok\n"}}) {
+    check(c);
+  }
+  auto res = client_->Get("/nothing");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+}
+
+TEST_F(HttpServerTest, BindErrorNamesTheAddress) {
+  Start();
+  std::string taken = "127.0.0.1:" + std::to_string(server_->port());
+  auto second = HttpServer::Start(taken, registry_, {});
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(second.status().message(), HasSubstr(taken));
+  EXPECT_THAT(second.status().message(), HasSubstr("in use"));
+  EXPECT_FALSE(HttpServer::Start("nonsense", registry_, {}).ok());
+}
+
+TEST_F(HttpServerTest, StopsPromptlyWithAKeptAliveConnection) {
+  Start();
+  client_->set_keep_alive(true);
+  ASSERT_TRUE(client_->Get("/healthz"));  // the connection stays open
+  auto start = std::chrono::steady_clock::now();
+  server_.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST(HttpServerStopTest, StopRightAfterStart) {
+  Registry r;
+  for (int i = 0; i < 20; ++i) {
+    auto s = HttpServer::Start("127.0.0.1:0", r, {});
+    ASSERT_TRUE(s.ok()) << s.status();
+  }
+}
+
+}  // namespace
+}  // namespace gdp::metrics
