@@ -8,12 +8,12 @@ build=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
-  python3-prometheus-client
 )
 # The clang + sanitizer build; the deploy tests (tests/deploy) render the
-# manifests with kubectl and check them with python3-kubernetes.
+# manifests with kubectl and check them with python3-kubernetes; the metrics
+# test parses /metrics with python3-prometheus-client.
 packages=("${build[@]}" clang libclang-rt-14-dev python3-kubernetes
-          python3-yaml)
+          python3-yaml python3-prometheus-client)
 # Debian's kubectl conflicts with Google's kubectl package: only when none.
 command -v kubectl > /dev/null || packages+=(kubernetes-client)
 [ "${1:-}" = "--build" ] && packages=("${build[@]}")
