@@ -214,7 +214,9 @@ class SharedServiceTest : public ServiceTest {
         shared_, shared_allocator_,
         ServiceOptions{
             .shared_allocation_policy = SharedAllocationPolicy::kPacked,
-            .topology = nullptr}));
+            .topology = nullptr,
+            .resource_name = "nvidia.com/gpu.shared",
+            .open_streams = nullptr}));
   }
 
   DeviceSet shared_{SharedDevices()};
@@ -289,7 +291,9 @@ class TopologyServiceTest : public ServiceTest {
         *gpus_, allocator_,
         ServiceOptions{
             .shared_allocation_policy = SharedAllocationPolicy::kDistributed,
-            .topology = topology_}));
+            .topology = topology_,
+            .resource_name = "nvidia.com/gpu",
+            .open_streams = nullptr}));
   }
 
   // Three GPUs with one NVLink between `a` and `b`.
