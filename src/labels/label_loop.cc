@@ -38,7 +38,7 @@ absl::Status LabelLoop::Step() {
   absl::StatusOr<Labels> labels =
       ComputeLabels(node, config, ReadNodeFacts(node, config, stamp));
   if (!labels.ok()) return labels.status();
-  if (labels->size() <= 1) LOG_WARN("No GPU labels: NVML reports no GPUs");
+  if (labels->size() <= 1) LOG_WARN("No GPU labels: no GPUs found");
   const std::string& path = config.gfd.output_file;
   if (absl::Status s = WriteFeatureFile(path, *labels); !s.ok()) return s;
   std::string content = FormatFeatureFile(*labels);
