@@ -90,6 +90,9 @@ struct Gpu {
   PciAddress pci;
   uint32_t pci_device_id = 0;     // device id << 16 | vendor id
   uint32_t pci_subsystem_id = 0;  // subsystem id << 16 | subsystem vendor
+  // PCI class code (sysfs `class`): 0x030200 3D controller (compute mode),
+  // 0x030000 VGA controller (graphics mode).
+  uint32_t pci_class = 0x030200;
   unsigned long long memory_total_bytes = 0;
   unsigned long long memory_used_bytes = 0;
   int cc_major = 0;

@@ -100,6 +100,10 @@ Gpu ParseGpu(const YAML::Node& node, const std::string& path, GpuLines* lines) {
                                 map.FieldPath("pci_device_id"), kMaxU32);
   gpu.pci_subsystem_id = ParseUint(map.Required("pci_subsystem_id"),
                                    map.FieldPath("pci_subsystem_id"), kMaxU32);
+  if (auto pci_class = map.Optional("pci_class")) {
+    gpu.pci_class = static_cast<uint32_t>(
+        ParseUint(*pci_class, map.FieldPath("pci_class"), 0xFFFFFF));
+  }
   constexpr uint64_t kMaxMib = uint64_t{1} << 30;
   const uint64_t total_mib = ParseUint(map.Required("memory_mib"),
                                        map.FieldPath("memory_mib"), kMaxMib);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace gdp::fake_nvml {
 namespace {
@@ -104,6 +105,12 @@ absl::Status WriteRootfs(const Machine& machine,
     if (absl::Status s =
             WriteFile(devices / FormatSysfsBusId(gpu.pci) / "numa_node",
                       absl::StrCat(gpu.numa_node, "\n"));
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s =
+            WriteFile(devices / FormatSysfsBusId(gpu.pci) / "class",
+                      absl::StrFormat("0x%06x\n", gpu.pci_class));
         !s.ok()) {
       return s;
     }

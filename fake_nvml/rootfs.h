@@ -15,6 +15,8 @@ namespace gdp::fake_nvml {
 //   sys/bus/pci/devices/<dddd:bb:dd.f>/numa_node  each GPU's NUMA node and
 //                                                 a newline (lower-case hex
 //                                                 bus id, 4-digit domain)
+//   sys/bus/pci/devices/<dddd:bb:dd.f>/class      its PCI class as sysfs
+//                                                 writes it: "0x030200\n"
 //   dev/nvidiactl, dev/nvidia-uvm, dev/nvidia-uvm-tools, dev/nvidia-modeset,
 //   dev/nvidia<minor> per GPU                     empty regular files
 //   proc/driver/nvidia-caps/mig-minors            the MIG capability minors

@@ -53,6 +53,9 @@ TEST_F(RootfsTest, WritesSysfsAndDevNodes) {
     EXPECT_EQ(ReadFile(root / "sys/bus/pci/devices" / kBusIds[i] / "numa_node"),
               i < 4 ? "0\n" : "1\n")
         << kBusIds[i];
+    EXPECT_EQ(ReadFile(root / "sys/bus/pci/devices" / kBusIds[i] / "class"),
+              "0x030200\n")
+        << kBusIds[i];
     const auto node = root / "dev" / ("nvidia" + std::to_string(i));
     EXPECT_TRUE(std::filesystem::is_regular_file(node)) << node;
     EXPECT_EQ(std::filesystem::file_size(node), 0u);

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_format.h"
@@ -17,6 +18,7 @@
 #include "cmd/daemon.h"
 #include "cmd/endpoints.h"
 #include "cmd/flags.h"
+#include "cmd/labels_runner.h"
 #include "config/load.h"
 #include "nvml/nvml.h"
 #include "util/file_watcher.h"
@@ -177,9 +179,9 @@ int Discover(const Config& cfg) {
 }
 
 // Serves until SIGTERM/SIGINT, reloading the config on SIGHUP and when the
-// config file changes.
+// config file changes; `labels` (may be null) follows each applied reload.
 void ServeUntilStopped(const ParsedFlags& flags, Daemon* daemon,
-                       StopState* stop) {
+                       StopState* stop, LabelThread* labels) {
   auto watcher = FileWatcher::Create(daemon->config().config_file);
   if (!watcher.ok()) {
     LOG_ERROR("Not watching the config file ({}); reload with SIGHUP",
@@ -202,8 +204,10 @@ void ServeUntilStopped(const ParsedFlags& flags, Daemon* daemon,
     LOG_INFO("{}: reloading the config",
              hup ? std::string("SIGHUP")
                  : "Config file " + daemon->config().config_file + " changed");
-    CountConfigReload(
-        daemon->Reload(LoadConfig(flags.flag_config, flags.explicit_settings)));
+    absl::Status reloaded =
+        daemon->Reload(LoadConfig(flags.flag_config, flags.explicit_settings));
+    CountConfigReload(reloaded);
+    if (reloaded.ok() && labels != nullptr) labels->SetConfig(daemon->config());
   }
   absl::MutexLock lock(&stop->mu);
   stop->watcher = nullptr;
@@ -243,9 +247,12 @@ int Serve(const ParsedFlags& flags) {
         exit_code = 1;
       } else {
         Endpoints::Serving serving(**endpoints, &daemon);
-        ServeUntilStopped(flags, &daemon, &stop);
-      }
-    }  // the plugins stop before NVML shuts down
+        std::optional<LabelThread> labels;  // --labels: beside the daemon
+        if (cfg.labels) labels.emplace(*nvml, daemon.config());
+        ServeUntilStopped(flags, &daemon, &stop,
+                          labels.has_value() ? &*labels : nullptr);
+      }  // the labels stop first
+    }    // the plugins stop before NVML shuts down
   }
   if (!stop.requested.HasBeenNotified()) {
     stop.exiting = true;
@@ -270,5 +277,6 @@ int main(int argc, char** argv) {
   if (flags.command == gdp::Command::kDiscover) {
     return gdp::Discover(*flags.config);
   }
+  if (flags.command == gdp::Command::kLabels) return gdp::RunLabels(flags);
   return gdp::Serve(flags);
 }

@@ -1,0 +1,75 @@
+#include "cmd/labels_runner.h"
+
+#include <signal.h>
+
+#include <cstring>
+#include <memory>
+
+#include "config/load.h"
+#include "util/logging.h"
+
+namespace gdp {
+
+int RunLabels(const ParsedFlags& flags) {
+  const Config& cfg = *flags.config;
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before NVML's threads
+
+  std::unique_ptr<Nvml> nvml;
+  if (auto opened = Nvml::Open(cfg.driver_root); opened.ok()) {
+    nvml = *std::move(opened);
+  } else if (cfg.fail_on_init_error) {
+    LOG_FATAL("Failed to initialize NVML: {}", opened.status().message());
+    return 1;
+  } else {
+    LOG_ERROR(
+        "Failed to initialize NVML: {}; labelling as a node without "
+        "GPUs (--fail-on-init-error=false)",
+        opened.status().message());
+  }
+  LabelLoop loop(nvml.get(), cfg);
+  if (cfg.gfd.oneshot) {
+    if (absl::Status s = loop.Step(); !s.ok()) {
+      LOG_FATAL("Node labelling failed: {}", s.message());
+      return 1;
+    }
+    return 0;
+  }
+  LOG_INFO("Labelling every {} into {}",
+           absl::FormatDuration(cfg.gfd.sleep_interval), cfg.gfd.output_file);
+  std::thread run([&loop] { loop.Run(); });
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&signals, &sig) != 0) continue;
+    if (sig != SIGHUP) {
+      LOG_INFO("Received signal {} ({}), shutting down", sig, strsignal(sig));
+      break;
+    }
+    absl::StatusOr<Config> loaded =
+        LoadConfig(flags.flag_config, flags.explicit_settings);
+    if (!loaded.ok()) {
+      LOG_ERROR("SIGHUP: keeping the running config: {}",
+                loaded.status().message());
+      continue;
+    }
+    LOG_INFO("SIGHUP: config reloaded");
+    loop.SetConfig(*std::move(loaded));
+  }
+  loop.Stop();
+  run.join();
+  return 0;
+}
+
+LabelThread::LabelThread(const Nvml& nvml, const Config& config)
+    : loop_(&nvml, config), thread_([this] { loop_.Run(); }) {}
+
+LabelThread::~LabelThread() {
+  loop_.Stop();
+  thread_.join();
+}
+
+}  // namespace gdp

@@ -1,0 +1,107 @@
+#include "labels/label_loop.h"
+
+#include <utility>
+
+#include "device/gpu.h"
+#include "labels/feature_file.h"
+#include "labels/labels.h"
+#include "labels/node_facts.h"
+#include "util/logging.h"
+
+namespace gdp {
+
+LabelLoop::LabelLoop(const Nvml* nvml, Config config,
+                     std::function<absl::Time()> now)
+    : nvml_(nvml),
+      now_(std::move(now)),
+      config_(std::move(config)),
+      stamp_(now_()) {}
+
+absl::Status LabelLoop::Step() {
+  absl::MutexLock step(&step_mu_);
+  Config config;
+  absl::Time stamp;
+  {
+    absl::MutexLock lock(&mu_);
+    config = config_;
+    stamp = stamp_;
+  }
+  NodeGpus node;
+  if (nvml_ != nullptr) {
+    absl::StatusOr<NodeGpus> found = DiscoverGpus(*nvml_, config.sysfs_root);
+    if (!found.ok()) return found.status();
+    node = *std::move(found);
+    for (const absl::Status& s : node.unusable) {
+      VLOG(1, "Not labelling a GPU NVML cannot describe: {}", s.message());
+    }
+  }
+  absl::StatusOr<Labels> labels =
+      ComputeLabels(node, config, ReadNodeFacts(node, config, stamp));
+  if (!labels.ok()) return labels.status();
+  if (labels->size() <= 1) LOG_WARN("No GPU labels: no GPUs found");
+  const std::string& path = config.gfd.output_file;
+  if (absl::Status s = WriteFeatureFile(path, *labels); !s.ok()) return s;
+  std::string content = FormatFeatureFile(*labels);
+  if (path != written_path_ || content != written_content_) {
+    LOG_INFO("Wrote {} node labels to {}", labels->size(), path);
+  } else {
+    VLOG(1, "Wrote {} node labels to {} (unchanged)", labels->size(), path);
+  }
+  if (!written_path_.empty() && written_path_ != path) {
+    if (absl::Status s = RemoveFeatureFile(written_path_); !s.ok()) {
+      LOG_WARN("Cannot remove the previous feature file: {}", s.message());
+    }
+  }
+  written_path_ = path;
+  written_content_ = std::move(content);
+  return absl::OkStatus();
+}
+
+void LabelLoop::Run() {
+  bool oneshot = false;
+  absl::Duration interval;
+  for (;;) {
+    if (absl::Status s = Step(); !s.ok()) {
+      LOG_ERROR("Node labelling failed: {}", s.message());
+    }
+    absl::MutexLock lock(&mu_);
+    oneshot = config_.gfd.oneshot;
+    interval = config_.gfd.sleep_interval;
+    if (oneshot || stop_) break;
+    auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop_ || changed_;
+    };
+    if (interval == absl::InfiniteDuration()) {
+      mu_.Await(absl::Condition(&woken));
+    } else {
+      mu_.AwaitWithTimeout(absl::Condition(&woken), interval);
+    }
+    changed_ = false;
+    if (stop_) break;
+  }
+  if (oneshot || interval == absl::InfiniteDuration()) return;
+  absl::MutexLock step(&step_mu_);
+  if (written_path_.empty()) return;
+  if (absl::Status s = RemoveFeatureFile(written_path_); !s.ok()) {
+    LOG_WARN("Cannot remove the feature file: {}", s.message());
+  } else {
+    LOG_INFO("Removed the node labels ({})", written_path_);
+  }
+  written_path_.clear();
+  written_content_.clear();
+}
+
+void LabelLoop::Stop() {
+  absl::MutexLock lock(&mu_);
+  stop_ = true;
+}
+
+void LabelLoop::SetConfig(Config config) {
+  absl::Time stamp = now_();
+  absl::MutexLock lock(&mu_);
+  config_ = std::move(config);
+  stamp_ = stamp;
+  changed_ = true;
+}
+
+}  // namespace gdp

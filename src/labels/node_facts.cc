@@ -1,0 +1,79 @@
+#include "labels/node_facts.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "util/logging.h"
+
+namespace gdp {
+namespace {
+
+// The whole file, or an error naming `path`.
+absl::StatusOr<std::string> ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int error = errno;
+    std::string message =
+        absl::StrCat("cannot read ", path, ": ", std::strerror(error));
+    return error == ENOENT ? absl::NotFoundError(message)
+                           : absl::InternalError(message);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    return absl::InternalError(absl::StrCat("cannot read ", path));
+  }
+  return text.str();
+}
+
+}  // namespace
+
+std::string ReadMachineType(const std::string& path) {
+  if (path.empty()) return "unknown";
+  absl::StatusOr<std::string> text = ReadWhole(path);
+  if (!text.ok()) {
+    LOG_WARN("Machine type unknown: {}", text.status().message());
+    return "unknown";
+  }
+  return std::string(absl::StripAsciiWhitespace(*text));
+}
+
+absl::StatusOr<uint32_t> ReadPciClass(const std::string& sysfs_root,
+                                      const std::string& bus_id) {
+  const std::string path =
+      absl::StrCat(sysfs_root, "/bus/pci/devices/", bus_id, "/class");
+  absl::StatusOr<std::string> text = ReadWhole(path);
+  if (!text.ok()) return text.status();
+  absl::string_view value = absl::StripAsciiWhitespace(*text);
+  uint32_t pci_class = 0;
+  if (!absl::ConsumePrefix(&value, "0x") ||
+      !absl::SimpleHexAtoi(value, &pci_class)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a PCI class: '", *text, "'"));
+  }
+  return pci_class;
+}
+
+NodeFacts ReadNodeFacts(const NodeGpus& node, const Config& config,
+                        absl::Time timestamp) {
+  NodeFacts facts;
+  facts.machine_type = ReadMachineType(config.gfd.machine_type_file);
+  for (const GpuInfo& g : node.gpus) {
+    absl::StatusOr<uint32_t> pci_class =
+        ReadPciClass(config.sysfs_root, g.pci_bus_id);
+    if (!pci_class.ok()) {
+      LOG_WARN("GPU mode unknown: {}", pci_class.status().message());
+    }
+    facts.pci_classes.push_back(std::move(pci_class));
+  }
+  if (!config.gfd.no_timestamp) facts.timestamp = timestamp;
+  return facts;
+}
+
+}  // namespace gdp
