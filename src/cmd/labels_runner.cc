@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "cmd/signals.h"
 #include "config/load.h"
 #include "util/logging.h"
 
@@ -12,12 +13,7 @@ namespace gdp {
 
 int RunLabels(const ParsedFlags& flags) {
   const Config& cfg = *flags.config;
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before NVML's threads
+  sigset_t signals = BlockStopAndReloadSignals();  // before NVML's threads
 
   std::unique_ptr<Nvml> nvml;
   if (auto opened = Nvml::Open(cfg.driver_root); opened.ok()) {

@@ -1,7 +1,6 @@
 // gpu-device-plugin: owns NVML and the signal handling, wires the parts
 // together, and runs the plugin lifecycle until SIGTERM/SIGINT.
 #include <malloc.h>
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 #include "cmd/endpoints.h"
 #include "cmd/flags.h"
 #include "cmd/labels_runner.h"
+#include "cmd/signals.h"
 #include "config/load.h"
 #include "nvml/nvml.h"
 #include "util/file_watcher.h"
@@ -215,12 +215,7 @@ void ServeUntilStopped(const ParsedFlags& flags, Daemon* daemon,
 
 int Serve(const ParsedFlags& flags) {
   const Config& cfg = *flags.config;
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts
+  sigset_t signals = BlockStopAndReloadSignals();  // before any thread
   StopState stop;
   std::thread signal_thread(SignalLoop, &stop, signals);
 
