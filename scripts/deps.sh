@@ -11,9 +11,9 @@ build=(
 )
 # The clang + sanitizer build; the deploy tests (tests/deploy) render the
 # manifests with kubectl and check them with python3-kubernetes; the metrics
-# test parses /metrics with python3-prometheus-client.
+# test parses /metrics with python3-prometheus-client; the demo uses curl.
 packages=("${build[@]}" clang libclang-rt-14-dev python3-kubernetes
-          python3-yaml python3-prometheus-client)
+          python3-yaml python3-prometheus-client curl)
 # Debian's kubectl conflicts with Google's kubectl package: only when none.
 command -v kubectl > /dev/null || packages+=(kubernetes-client)
 [ "${1:-}" = "--build" ] && packages=("${build[@]}")
