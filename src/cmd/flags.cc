@@ -179,7 +179,8 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
         Setting::kGfdNoTimestamp);
   std::string sleep_interval = absl::FormatDuration(c.gfd.sleep_interval);
   track(app.add_option("--sleep-interval", sleep_interval,
-                       "time between labellings (e.g. 60s)")
+                       "time between labellings (e.g. 60s; infinite: label "
+                       "once, then wait)")
             ->envname("GFD_SLEEP_INTERVAL"),
         Setting::kGfdSleepInterval);
   track(app.add_option("--output-file,--output,-o", c.gfd.output_file,
@@ -230,6 +231,8 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
     if (opt->count() > 0) out.explicit_settings.insert(setting);
   }
   c.nvml_retry_interval = absl::Seconds(retry_s);
+  // GFD's word for "label once, then wait", as in the config file.
+  if (sleep_interval == "infinite") sleep_interval = "inf";
   for (auto [flag, text, dest] :
        {std::tuple<const char*, const std::string&, absl::Duration*>{
             "--health-quiet-period", quiet, &c.health_quiet_period},

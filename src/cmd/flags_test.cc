@@ -449,6 +449,10 @@ TEST_F(FlagsTest, LabelsSubcommandAndFlags) {
   EXPECT_FALSE(Parse({}).config->labels);
   EXPECT_EQ(Parse({}).config->metrics_address, "");
 
+  f = Parse({"labels", "--sleep-interval=infinite"});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->gfd.sleep_interval, absl::InfiniteDuration());
+
   setenv("METRICS_ADDRESS", "127.0.0.1:8080", 1);
   setenv("GDP_LABELS", "true", 1);
   f = Parse({});

@@ -58,14 +58,17 @@ class MetricsTest : public E2ETest {
     return {res->status, res->body};
   }
 
-  // Polls `path` until it answers `status`; returns the last answer.
+  // Polls `path` until it answers `status` with a body containing `body`;
+  // returns the last answer.
   Scraped WaitFor(const std::string& path, int status,
-                  absl::Duration timeout = kTimeout) {
-    absl::Time deadline = absl::Now() + timeout;
+                  const std::string& body = "") {
+    absl::Time deadline = absl::Now() + kTimeout;
     Scraped last;
     while (absl::Now() < deadline) {
       last = Get(path);
-      if (last.status == status) break;
+      if (last.status == status && last.body.find(body) != std::string::npos) {
+        break;
+      }
       absl::SleepFor(absl::Milliseconds(50));
     }
     return last;
@@ -214,7 +217,9 @@ TEST_F(MetricsTest, HealthzAnswersWhileNvmlIsRetried) {
   StartKubelet();
   StartPlugin(Args({"--fail-on-init-error=false", "--nvml-retry-interval=1",
                     "--driver-root", (dir_ / "no-driver").string()}));
-  Scraped s = WaitFor("/healthz", 503);
+  // 503 at once ("not serving yet"), then with the loader's error once the
+  // first attempt has failed.
+  Scraped s = WaitFor("/healthz", 503, "NVML not loaded");
   EXPECT_EQ(s.status, 503) << plugin_->Stderr();
   EXPECT_THAT(s.body, HasSubstr("NVML not loaded: cannot load NVML"));
   EXPECT_EQ(Get("/readyz").status, 503);
