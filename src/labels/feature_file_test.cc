@@ -8,10 +8,10 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "util/file_watcher.h"
 
 namespace gdp {
 namespace {
@@ -29,10 +29,7 @@ class FeatureFileTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   static std::string Read(const fs::path& path) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return ReadFileOrEmpty(path.string());
   }
   fs::path dir_;
 };

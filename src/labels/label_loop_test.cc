@@ -9,8 +9,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <thread>
+
+#include "util/file_watcher.h"
 
 namespace gdp {
 namespace {
@@ -28,10 +29,7 @@ class LabelLoopTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   static std::string Read(const fs::path& path) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return ReadFileOrEmpty(path.string());
   }
   // Polls until `pred` holds or 5 s have passed.
   template <typename Pred>

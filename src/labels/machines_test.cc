@@ -9,10 +9,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "labels/label_loop.h"
 #include "nvml/nvml.h"
+#include "util/file_watcher.h"
 
 namespace gdp {
 namespace {
@@ -80,10 +80,7 @@ class MachineLabelsTest : public ::testing::TestWithParam<Case> {
   }
 
   static std::string Read(const fs::path& path) {
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return ReadFileOrEmpty(path.string());
   }
 
   fs::path dir_;
