@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "cmd/probes.h"
 #include "plugin/plugin_metrics.h"
 #include "util/logging.h"
 
@@ -73,35 +73,13 @@ absl::Status Endpoints::NotServing() const {
 absl::Status Endpoints::Healthz() const {
   absl::MutexLock lock(&mu_);
   if (daemon_ == nullptr) return NotServing();
-  if (std::string why = daemon_->NvmlFailure(); !why.empty()) {
-    return absl::UnavailableError(absl::StrCat("NVML failed: ", why));
-  }
-  std::vector<std::string> problems;
-  for (const PluginStatus& p : daemon_->Plugins()) {
-    if (!p.registered) {
-      problems.push_back(
-          absl::StrCat(p.resource, " is not registered with the kubelet"));
-    } else if (p.open_streams == 0) {
-      problems.push_back(absl::StrCat(
-          p.resource,
-          " is registered but no kubelet watches it (ListAndWatch stream "
-          "closed: kubelet gone?)"));
-    }
-  }
-  if (problems.empty()) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrJoin(problems, "; "));
+  return Liveness(daemon_->NvmlFailure(), daemon_->Plugins());
 }
 
 absl::Status Endpoints::Readyz() const {
   absl::MutexLock lock(&mu_);
   if (daemon_ == nullptr) return NotServing();
-  std::vector<std::string> unregistered;
-  for (const PluginStatus& p : daemon_->Plugins()) {
-    if (!p.registered) unregistered.push_back(p.resource);
-  }
-  if (unregistered.empty()) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrCat(
-      "not registered with the kubelet: ", absl::StrJoin(unregistered, ", ")));
+  return Readiness(daemon_->Plugins());
 }
 
 std::vector<metrics::FamilySnapshot> Endpoints::Collect() const {

@@ -5,7 +5,7 @@
 //     some resource is not registered with a live kubelet (registered, and
 //     the kubelet holds its ListAndWatch stream: when the kubelet dies the
 //     stream ends), so a liveness probe restarts a plugin stuck that way;
-//   /readyz fails until every resource is registered.
+//   /readyz fails until every resource is registered (the rules: probes.h).
 // Metric names and labels: docs/metrics.md.
 #ifndef GDP_CMD_ENDPOINTS_H_
 #define GDP_CMD_ENDPOINTS_H_

@@ -1,0 +1,82 @@
+#include "cmd/probes.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace gdp {
+namespace {
+
+using ::testing::HasSubstr;
+
+PluginStatus Plugin(const char* resource, bool registered, int streams) {
+  return {.resource = resource,
+          .registered = registered,
+          .open_streams = streams,
+          .healthy = 8,
+          .unhealthy = 0};
+}
+
+TEST(ProbesTest, Liveness) {
+  struct Case {
+    const char* name;
+    std::string nvml_failure;
+    std::vector<PluginStatus> plugins;
+    std::vector<const char*> want;  // substrings of the error; none: OK
+  };
+  const Case cases[] = {
+      {"registered and watched", "", {Plugin("nvidia.com/gpu", true, 1)}, {}},
+      {"no resource", "", {}, {}},
+      {"two streams (a second watcher)",
+       "",
+       {Plugin("nvidia.com/gpu", true, 2)},
+       {}},
+      {"not registered",
+       "",
+       {Plugin("nvidia.com/gpu", false, 0)},
+       {"nvidia.com/gpu is not registered with the kubelet"}},
+      {"kubelet gone",
+       "",
+       {Plugin("nvidia.com/gpu", true, 0)},
+       {"nvidia.com/gpu is registered but no kubelet watches it"}},
+      {"every problem named",
+       "",
+       {Plugin("nvidia.com/mig-1g.10gb", false, 0),
+        Plugin("nvidia.com/mig-2g.20gb", true, 1),
+        Plugin("nvidia.com/mig-3g.40gb", true, 0)},
+       {"nvidia.com/mig-1g.10gb is not registered",
+        "; nvidia.com/mig-3g.40gb is registered but no kubelet"}},
+      {"NVML failing beats all",
+       "nvmlEventSetWait_v2: Unknown Error",
+       {Plugin("nvidia.com/gpu", true, 1)},
+       {"NVML failed: nvmlEventSetWait_v2: Unknown Error"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::Status s = Liveness(c.nvml_failure, c.plugins);
+    if (c.want.empty()) {
+      EXPECT_TRUE(s.ok()) << s;
+      continue;
+    }
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+    for (const char* w : c.want) EXPECT_THAT(s.message(), HasSubstr(w));
+  }
+  EXPECT_THAT(
+      Liveness("", {Plugin("a", true, 1), Plugin("b", true, 0)}).message(),
+      ::testing::Not(HasSubstr("a is")));
+}
+
+TEST(ProbesTest, Readiness) {
+  EXPECT_TRUE(Readiness({}).ok());
+  EXPECT_TRUE(Readiness({Plugin("nvidia.com/gpu", true, 0)}).ok())
+      << "ready does not need a watching kubelet, only registration";
+  absl::Status s = Readiness({Plugin("nvidia.com/gpu", false, 0),
+                              Plugin("nvidia.com/gpu.shared", true, 1),
+                              Plugin("nvidia.com/mig-1g.10gb", false, 0)});
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(),
+            "not registered with the kubelet: nvidia.com/gpu, "
+            "nvidia.com/mig-1g.10gb");
+}
+
+}  // namespace
+}  // namespace gdp
