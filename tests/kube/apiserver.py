@@ -1,0 +1,295 @@
+#!/usr/bin/python3
+"""A Kubernetes API server emulator for tests (resource.k8s.io/v1 + Nodes).
+
+Emulates the part of kube-apiserver that a DRA kubelet plugin talks to
+(publishing ResourceSlices, reading ResourceClaims) and validates every
+object written as the real server would, recording each refusal so a test
+can assert there were none. Python 3 with Debian's python3-cryptography and
+python3-yaml only.
+
+CLI
+  apiserver.py --dir DIR [--port N] [--schema PATH]
+               [--kube-version 1.34|1.35|1.36] [--drop-taints]
+               [--history N] [--bookmark-seconds S] [--log-events]
+
+  --dir DIR        Credentials, created once and reused when present:
+                   DIR/ca.crt, DIR/ca.key (ECDSA P-256 CA), DIR/server.crt,
+                   DIR/server.key (SANs 127.0.0.1, ::1, localhost), DIR/token
+                   (the bearer token). DIR/kubeconfig (certificate-authority:
+                   DIR/ca.crt, token inline) and DIR/kubeconfig-inline
+                   (certificate-authority-data, token inline) are rewritten at
+                   each start for the port listened on.
+  --port N         127.0.0.1:N, HTTPS (default 0: a free port). A fixed port
+                   lets a test start the client first and the emulator later,
+                   or stop and restart it (same --dir: same CA and token).
+  --schema PATH    The OpenAPI v3 document of resource.k8s.io/v1 (default:
+                   ../shared/k8s-openapi/resource.k8s.io-v1.json from the
+                   repository root). Absent: schema checks are skipped (one
+                   line on stderr says so); the other checks still run.
+  --kube-version   The release whose rules apply (default 1.35); /version
+                   reports it.
+  --drop-taints    Emulates a cluster without the DRADeviceTaints feature
+                   gate: spec.devices[].taints are silently dropped from
+                   ResourceSlices written (before validation), as the real
+                   server drops disabled fields.
+  --history N      Watch events kept (default 1000); a watch from an older
+                   resourceVersion gets an ERROR event with a 410 Status.
+  --bookmark-seconds S  Idle time after which a watch with
+                   allowWatchBookmarks=true gets a BOOKMARK (default 5).
+  --log-events     Also print each violation as a JSON line on stdout
+                   ({"event":"violation",...}); off by default so that a
+                   test that stops reading stdout never blocks the server.
+
+  When ready it prints one JSON line on stdout and flushes it:
+  {"event":"listening","port":N,"kubeconfig":"DIR/kubeconfig",
+   "ca":"DIR/ca.crt","token":"..."}
+  SIGTERM and SIGINT exit 0 at once, open watches included.
+
+API (JSON only; HTTP/1.1 keep-alive, threaded)
+  Authentication: "Authorization: Bearer <token>" must name a valid token
+  (initially DIR/token), else 401 Unauthorized.
+  Kinds: core/v1 Node (/api/v1/nodes[/NAME]); resource.k8s.io/v1
+  ResourceSlice (/apis/resource.k8s.io/v1/resourceslices[/NAME]),
+  DeviceClass (.../deviceclasses[/NAME]), ResourceClaim
+  (.../namespaces/NS/resourceclaims[/NAME[/status]]; LIST and WATCH of
+  .../resourceclaims across namespaces). The legacy .../watch/... prefix
+  works too. Discovery: /api, /api/v1, /apis, /apis/resource.k8s.io,
+  /apis/resource.k8s.io/v1, and /version ({"major":"1","minor":"35",...}).
+  /healthz, /livez and /readyz answer "ok" without authentication.
+  Verbs:
+    GET one; LIST (<Kind>List, metadata.resourceVersion = current; items
+      sorted by namespace/name and, as from the real server, without
+      kind/apiVersion; limit + continue page through them);
+    WATCH (?watch=true|1): resourceVersion ""/"0" first sends ADDED for
+      every current match; other values send the events after it, or an
+      ERROR event (Status 410, reason Expired) when older than the kept
+      history; allowWatchBookmarks, sendInitialEvents=true (ends the
+      initial events with a BOOKMARK annotated k8s.io/initial-events-end),
+      timeoutSeconds (the stream then ends cleanly). An object that starts
+      or stops matching the selector arrives as ADDED / DELETED;
+    POST create (201; metadata.generateName + 5 random characters of
+      [a-z0-9] (the real server's alphabet, without vowels); 409
+      AlreadyExists; a resourceVersion set in the body is refused (500) as
+      by the real server);
+    PUT update (404 if missing; 409 Conflict when metadata.resourceVersion
+      or metadata.uid is given and differs; an update that changes nothing
+      writes nothing and keeps the resourceVersion). On a ResourceClaim the
+      main resource ignores status and /status changes only status;
+    DELETE one (200 with the object; DeleteOptions body with
+      preconditions.uid / preconditions.resourceVersion: 409 Conflict on
+      mismatch). An object with metadata.finalizers only gets
+      metadata.deletionTimestamp; it goes when an update empties them;
+    DELETECOLLECTION (DELETE on the collection, fieldSelector /
+      labelSelector; answers the <Kind>List of what was deleted).
+    PATCH is not supported (405), nor is dryRun (400).
+  Bodies of POST and PUT must be Content-Type: application/json (else 415,
+  recorded as a violation). Field validation is always Strict, whatever
+  fieldValidation says (the real server's default, Warn, would drop unknown
+  fields with a warning; refusing them catches the client's mistake).
+  Selectors: fieldSelector terms f=v, f==v, f!=v joined by commas, on
+  metadata.name, metadata.namespace and, for ResourceSlice, spec.nodeName,
+  spec.driver, spec.pool.name (others: 400 "field label not supported");
+  labelSelector k=v, k==v, k!=v, k, !k, k in (a,b), k notin (a,b).
+  Server-set fields: metadata.uid (uuid4), metadata.resourceVersion (one
+  counter for all kinds, bumped by every write), creationTimestamp,
+  generation (1, +1 when spec changes); kind and apiVersion are filled in;
+  a namespace sent for a cluster-scoped kind is dropped, as by the real
+  server.
+  Claims get the server's defaults (allocationMode ExactCount, count 1,
+  toleration operator Equal). Errors are metav1.Status objects with the
+  real server's codes and reasons (NotFound, AlreadyExists, Conflict,
+  Invalid, Unauthorized, Expired, BadRequest, MethodNotAllowed,
+  ServiceUnavailable, ...).
+
+Validation (every POST/PUT of ResourceSlice, ResourceClaim, DeviceClass)
+  A refused write answers 422 reason Invalid; the message, like the real
+  server's, is '<Kind>.resource.k8s.io "<name>" is invalid: [<path>:
+  <problem>, ...]' with paths such as spec.devices[3].attributes[foo].version
+  (details.causes lists them one by one). Each refusal is also recorded as
+  a violation (see /emulator/violations). Bodies with duplicate JSON keys
+  (400, strict decoding error), kind/apiVersion/namespace mismatches (400),
+  a Content-Type other than application/json (415) and a resourceVersion
+  on create (500) are violations too.
+  1. Schema (kube_schema.py), compiled once at start: $ref/allOf resolved,
+     JSON types, int32/int64 ranges, required properties, enums, unknown
+     fields refused (strict field validation), Quantity must parse as a
+     resource.Quantity, Time as RFC 3339. Null counts as absent.
+  2. The API server's rules (kube_dra_rules.py, kube_meta.py, after
+     pkg/apis/resource/validation): metadata (name a DNS subdomain,
+     namespace a DNS label for claims, labels, annotations, ownerReferences
+     with apiVersion, kind, name and uid, at most one controller);
+     ResourceSlice: driver a DNS subdomain <= 63, pool.name a '/'-path of
+     DNS subdomains <= 253, pool.generation >= 0, resourceSliceCount >= 1,
+     exactly one of nodeName / nodeSelector (one term) / allNodes /
+     perDeviceNodeSelection, driver, pool.name and nodeName immutable,
+     device names unique DNS labels, at most 128 devices (64 when a device
+     has taints or consumesCounters, 1.35+), attributes + capacities <= 32
+     per device, attribute names QualifiedNames (C identifier <= 32 or
+     <DNS subdomain <= 63>/<C identifier <= 32>), exactly one of
+     int/bool/string/version, strings <= 64, versions strict semver 2.0
+     <= 64, capacity values quantities, taints <= 4 (1.34) or 16 (1.35+)
+     per device with a label-key key, label-value value and effect
+     NoSchedule/NoExecute (+ None, 1.35+), per-device node fields only with
+     perDeviceNodeSelection, devices and sharedCounters exclusive (1.35+);
+     ResourceClaim: requests <= 32 unique DNS labels with exactly one of
+     exactly/firstAvailable, deviceClassName, selectors with a non-empty
+     CEL expression (not compiled), allocationMode/count, tolerations,
+     constraints and config referring to existing requests, spec immutable
+     on update; /status: reservedFor entries with resource/name/uid (unique
+     by uid, only with an allocation), allocation.devices.results with
+     request (a request of the claim), driver, pool and device, allocation
+     immutable once set, devices[] naming allocated devices; DeviceClass:
+     selectors' CEL expressions non-empty, opaque config, a valid
+     extendedResourceName. Nodes get the metadata checks only.
+
+Control API (HTTPS on the same port, no authentication, JSON)
+  GET    /emulator/violations  [{time, method, path, message, object}]
+                               (object: the body sent, parsed, or its text
+                               when it is not JSON)
+  DELETE /emulator/violations  clears them
+  GET    /emulator/requests    [{time, method, path (with query), status,
+                               user_agent, duration}] of every API request
+                               (control calls excluded; a watch is listed
+                               when it starts, duration null; status -1: a
+                               close fault dropped it)
+  DELETE /emulator/requests    clears them
+  POST   /emulator/tokens      {"tokens":[...]} replaces the valid tokens
+  POST   /emulator/faults      {"status":503, "count":N, "methods":["PUT"],
+                               "path_prefix":"/apis/resource.k8s.io/v1/...",
+                               "retry_after_seconds":S, "message":M}: the next
+                               N matching requests (count < 0: all) get that
+                               status (a Status body); {"close":true,...}
+                               drops the connection unanswered instead;
+                               {"delay_seconds":S,...} delays them (then
+                               answers normally unless status/close is set).
+                               Faults apply before authentication, in the
+                               order posted; the first match is taken.
+  GET    /emulator/faults      the pending faults; DELETE clears them
+  POST   /emulator/drop-taints {"enabled":true|false}; GET shows it
+  POST   /emulator/compact     forgets the watch history: a watch from an
+                               older resourceVersion gets 410
+  POST   /emulator/close-watches  {"abrupt":false} ends every open watch
+                               cleanly (as on a watch timeout); abrupt:true
+                               drops their connections instead
+  GET    /emulator/state       {resourceVersion, compactedResourceVersion,
+                               openWatches, objects per kind, violations,
+                               requests, faults, dropTaints, kubeMinor,
+                               schema}
+  Objects are created, changed and deleted behind a client's back with the
+  normal API (tests have the token); kube_client.py is a small client.
+
+Files (tests/kube/)
+  apiserver.py (this: CLI, start-up), kube_certs.py (CA, certificate,
+  token, kubeconfigs), kube_http.py (HTTPS, routing, auth, faults),
+  kube_discovery.py (URLs, discovery, /version), kube_watch.py (WATCH),
+  kube_api.py (verbs, server-set fields), kube_store.py (objects, versions,
+  history), kube_selectors.py, kube_control.py (control API),
+  kube_schema.py (OpenAPI checks), kube_fields.py (field errors, formats),
+  kube_meta.py (ObjectMeta, NodeSelector), kube_dra_rules.py,
+  kube_dra_common.py, kube_slice_rules.py, kube_claim_rules.py (the API
+  server's resource.k8s.io rules); kube_client.py (client and CLI);
+  apiserver_test.py, apiserver_watch_test.py, apiserver_validation_test.py
+  and emulator_fixture.py (tests).
+"""
+
+import argparse
+import json
+import os
+import signal
+import ssl
+import sys
+
+sys.dont_write_bytecode = True  # No __pycache__ in the source tree.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=wrong-import-position
+import kube_api
+import kube_certs
+import kube_control
+import kube_dra_rules
+import kube_http
+import kube_schema
+import kube_store
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+DEFAULT_SCHEMA = os.path.join(os.path.dirname(_ROOT), "shared",
+                              "k8s-openapi", "resource.k8s.io-v1.json")
+
+
+def parse_args(argv):
+  """The command line (see the module docstring); exits on a bad one."""
+  parser = argparse.ArgumentParser(
+      description="Kubernetes API server emulator for tests (see the module "
+      "docstring of apiserver.py).")
+  parser.add_argument("--dir", required=True,
+                      help="directory for CA, certificates, token, "
+                      "kubeconfigs")
+  parser.add_argument("--port", type=int, default=0,
+                      help="port on 127.0.0.1 (0: any free one)")
+  parser.add_argument("--schema", default=DEFAULT_SCHEMA,
+                      help="OpenAPI v3 document of resource.k8s.io/v1")
+  parser.add_argument("--kube-version", default="1.35",
+                      choices=["1.34", "1.35", "1.36"])
+  parser.add_argument("--drop-taints", action="store_true",
+                      help="drop spec.devices[].taints from ResourceSlices")
+  parser.add_argument("--history", type=int, default=1000,
+                      help="watch events kept")
+  parser.add_argument("--bookmark-seconds", type=float, default=5.0,
+                      help="idle time before a BOOKMARK event")
+  parser.add_argument("--log-events", action="store_true",
+                      help="print violations as JSON lines on stdout")
+  return parser.parse_args(argv)
+
+
+def _exit_now(signum, frame):
+  del signum, frame
+  try:
+    sys.stdout.flush()
+    sys.stderr.flush()
+  finally:
+    os._exit(0)  # pylint: disable=protected-access
+
+
+def main(argv):
+  """Runs the server until a signal ends the process; 1 if it cannot."""
+  args = parse_args(argv)
+  signal.signal(signal.SIGTERM, _exit_now)
+  signal.signal(signal.SIGINT, _exit_now)
+  directory = os.path.abspath(args.dir)
+  creds = kube_certs.ensure_credentials(directory)
+  schema = None
+  if os.path.exists(args.schema):
+    schema = kube_schema.Schema.load(args.schema)
+  else:
+    sys.stderr.write("apiserver.py: schema %s not found; skipping OpenAPI "
+                     "schema checks\n" % args.schema)
+    sys.stderr.flush()
+  minor = int(args.kube_version.split(".")[1])
+  store = kube_store.Store(history=args.history)
+  api = kube_api.Api(store, schema, kube_dra_rules.DraRules(minor),
+                     drop_taints=args.drop_taints)
+  state = kube_control.State(api, [creds["token_value"]],
+                             log_events=args.log_events)
+  context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+  context.load_cert_chain(creds["cert"], creds["key"])
+  context.set_alpn_protocols(["http/1.1"])
+  try:
+    server = kube_http.Server(("127.0.0.1", args.port), context, state,
+                              minor, args.bookmark_seconds)
+  except OSError as e:
+    sys.stderr.write("apiserver.py: cannot listen on 127.0.0.1:%d: %s\n" %
+                     (args.port, e))
+    return 1
+  port = server.server_address[1]
+  kube_certs.write_kubeconfigs(directory, port, creds["token_value"])
+  ready = {"event": "listening", "port": port,
+           "kubeconfig": os.path.join(directory, "kubeconfig"),
+           "ca": creds["ca"], "token": creds["token_value"]}
+  sys.stdout.write(json.dumps(ready, separators=(",", ":")) + "\n")
+  sys.stdout.flush()
+  server.serve_forever(poll_interval=0.5)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,181 @@
+"""The emulator's test-facing state and its control API (/emulator/...).
+
+State holds what tests steer and inspect: the valid bearer tokens, pending
+faults, the log of requests and the recorded violations. State.control()
+answers one /emulator/ request; apiserver.py's docstring lists the calls.
+Every method is thread-safe (one lock).
+"""
+
+import json
+import sys
+import threading
+import time
+
+
+class State:
+  """Tokens, faults, request log and violations; see the module docstring."""
+
+  def __init__(self, api, tokens, log_events=False, max_requests=100000):
+    self.api = api
+    self._lock = threading.Lock()
+    self._tokens = set(tokens)
+    self._faults = []
+    self._violations = []
+    self._requests = []
+    self._max_requests = max_requests
+    self._log_events = log_events
+
+  # Used by the request handler.
+
+  def authorized(self, header):
+    """Whether an Authorization header value carries a valid token."""
+    if not header or not header.startswith("Bearer "):
+      return False
+    token = header[len("Bearer "):].strip()
+    with self._lock:
+      return token in self._tokens
+
+  def take_fault(self, method, path):
+    """The first fault matching the request, counted down; or None."""
+    with self._lock:
+      for fault in self._faults:
+        methods = fault.get("methods")
+        if methods and method not in methods:
+          continue
+        if not path.startswith(fault.get("path_prefix") or ""):
+          continue
+        if fault["count"] > 0:
+          fault["count"] -= 1
+        taken = dict(fault)
+        self._faults = [f for f in self._faults if f["count"] != 0]
+        return taken
+    return None
+
+  def add_violation(self, method, path, message, obj):
+    """Records a refused write (and prints it with --log-events)."""
+    entry = {"time": time.time(), "method": method, "path": path,
+             "message": message, "object": obj}
+    with self._lock:
+      self._violations.append(entry)
+    self.emit({"event": "violation", "method": method, "path": path,
+               "message": message})
+
+  def add_request(self, entry):
+    """Appends to the request log (the oldest go beyond max_requests)."""
+    with self._lock:
+      self._requests.append(entry)
+      if len(self._requests) > self._max_requests:
+        del self._requests[:len(self._requests) - self._max_requests]
+
+  def emit(self, event):
+    """Prints an event as a JSON line when --log-events is on."""
+    if self._log_events:
+      sys.stdout.write(json.dumps(event, separators=(",", ":")) + "\n")
+      sys.stdout.flush()
+
+  # The control API.
+
+  def control(self, method, name, body):
+    """(HTTP code, JSON answer) of METHOD /emulator/<name>."""
+    handler = getattr(self, "_%s_%s" % (method.lower(),
+                                        name.replace("-", "_")), None)
+    if handler is None:
+      return 404, {"error": "no control call %s /emulator/%s" % (method,
+                                                                 name)}
+    try:
+      return 200, handler(body)
+    except (KeyError, TypeError, ValueError) as e:
+      return 400, {"error": "bad request body: %s" % e}
+
+  def _get_violations(self, _):
+    with self._lock:
+      return list(self._violations)
+
+  def _delete_violations(self, _):
+    with self._lock:
+      self._violations = []
+    return {}
+
+  def _get_requests(self, _):
+    with self._lock:
+      return list(self._requests)
+
+  def _delete_requests(self, _):
+    with self._lock:
+      self._requests = []
+    return {}
+
+  def _post_tokens(self, body):
+    tokens = body["tokens"]
+    if not isinstance(tokens, list) or not all(isinstance(t, str)
+                                               for t in tokens):
+      raise ValueError("tokens must be a list of strings")
+    with self._lock:
+      self._tokens = set(tokens)
+    return {"tokens": len(tokens)}
+
+  def _post_faults(self, body):
+    if not isinstance(body, dict):
+      raise ValueError("a fault is a JSON object")
+    fault = {"count": int(body.get("count", 1)),
+             "methods": [m.upper() for m in body.get("methods") or []],
+             "path_prefix": str(body.get("path_prefix") or "")}
+    if body.get("status") is not None:
+      fault["status"] = int(body["status"])
+    if body.get("close"):
+      fault["close"] = True
+    if body.get("delay_seconds") is not None:
+      fault["delay_seconds"] = float(body["delay_seconds"])
+    if body.get("retry_after_seconds") is not None:
+      fault["retry_after_seconds"] = int(body["retry_after_seconds"])
+    if body.get("message") is not None:
+      fault["message"] = str(body["message"])
+    if not any(k in fault for k in ("status", "close", "delay_seconds")):
+      raise ValueError("a fault needs status, close or delay_seconds")
+    if fault["count"] == 0:
+      raise ValueError("count must be non-zero (negative: every request)")
+    with self._lock:
+      self._faults.append(fault)
+    return fault
+
+  def _get_faults(self, _):
+    with self._lock:
+      return [dict(f) for f in self._faults]
+
+  def _delete_faults(self, _):
+    with self._lock:
+      self._faults = []
+    return {}
+
+  def _post_drop_taints(self, body):
+    if not isinstance(body.get("enabled"), bool):
+      raise ValueError("enabled must be true or false")
+    self.api.drop_taints = body["enabled"]
+    return {"enabled": self.api.drop_taints}
+
+  def _get_drop_taints(self, _):
+    return {"enabled": self.api.drop_taints}
+
+  def _post_compact(self, _):
+    self.api.store.compact()
+    return {"resourceVersion": str(self.api.store.rv)}
+
+  def _post_close_watches(self, body):
+    abrupt = bool((body or {}).get("abrupt", False))
+    self.api.store.close_watches(abrupt)
+    return {"abrupt": abrupt}
+
+  def _get_state(self, _):
+    store = self.api.store
+    with store.cond:
+      state = {"resourceVersion": str(store.rv),
+               "compactedResourceVersion": str(store.compacted_rv),
+               "openWatches": store.open_watches, "objects": store.counts()}
+    with self._lock:
+      state["violations"] = len(self._violations)
+      state["requests"] = len(self._requests)
+      state["faults"] = len(self._faults)
+    state["dropTaints"] = self.api.drop_taints
+    state["kubeMinor"] = self.api.rules.minor
+    state["schema"] = self.api.schema is not None
+    return state
