@@ -132,6 +132,23 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
   return NVML_SUCCESS;
 }
 
+nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t* type) {
+  fn::ApiCall call(device, fn::ApiCall::Accept::kGpuOrMig);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (type == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *type = call.gpu().brand;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device,
+                                       nvmlDeviceArchitecture_t* arch) {
+  fn::ApiCall call(device, fn::ApiCall::Accept::kGpuOrMig);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (arch == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *arch = call.gpu().architecture;
+  return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device,
                                   unsigned int* current_mode,
                                   unsigned int* pending_mode) {

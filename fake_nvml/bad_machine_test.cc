@@ -123,6 +123,31 @@ INSTANTIATE_TEST_SUITE_P(
         BadMachineCase{"bad_compute_capability",
                        kHead + Gpu(0, "\"7.0\"", "seven"), 4,
                        "gpus[0].compute_capability", "MAJOR.MINOR"},
+        BadMachineCase{"compute_capability_three_digits",
+                       kHead + Gpu(0, "\"7.0\"", "\"100.0\""), 4,
+                       "gpus[0].compute_capability", "MAJOR.MINOR"},
+        BadMachineCase{
+            "unknown_brand",
+            kHead + Gpu(0, "host_bridge: 0", "host_bridge: 0, brand: Tesla"), 4,
+            "gpus[0].brand",
+            "unknown brand \"Tesla\" (unknown, quadro, tesla,"},
+        BadMachineCase{
+            "unknown_architecture",
+            kHead +
+                Gpu(0, "host_bridge: 0", "host_bridge: 0, architecture: rubin"),
+            4, "gpus[0].architecture",
+            "unknown architecture \"rubin\" (kepler, maxwell, pascal, volta, "
+            "turing, ampere, ada, hopper, blackwell, orin, unknown)"},
+        BadMachineCase{
+            "brand_not_a_string",
+            kHead + Gpu(0, "host_bridge: 0", "host_bridge: 0, brand: [tesla]"),
+            4, "gpus[0].brand", "must be a string"},
+        BadMachineCase{"host_bridge_past_a_bus_number",
+                       kHead + Gpu(0, "host_bridge: 0", "host_bridge: 256"), 4,
+                       "gpus[0].host_bridge", "255"},
+        BadMachineCase{"host_bridge_in_two_domains",
+                       kHead + Gpu(0) + Gpu(1, "\"0000:01", "\"0001:01"), 5,
+                       "gpus[1].host_bridge", "is in PCI domain 0000"},
         BadMachineCase{"duplicate_key",
                        kHead + Gpu(0, "minor: 0", "minor: 0, minor: 1"), 4,
                        "gpus[0].minor", "duplicate key"},

@@ -22,9 +22,11 @@ int main(int argc, char** argv) {
   std::string out_dir;
   CLI::App* rootfs = app.add_subcommand(
       "rootfs",
-      "Write a fixture root for a machine: sys/bus/pci/devices/<bus "
-      "id>/numa_node per GPU, proc/driver/nvidia-caps/mig-minors, and the "
-      "/dev/nvidia* and /dev/nvidia-caps/nvidia-cap* nodes as empty files.");
+      "Write a fixture root for a machine: each GPU's sysfs directory "
+      "(numa_node, class) under sys/devices/pci<domain>:<host bridge>/... as "
+      "the kernel lays it out, linked from sys/bus/pci/devices/<bus id>; "
+      "proc/driver/nvidia-caps/mig-minors; and the /dev/nvidia* and "
+      "/dev/nvidia-caps/nvidia-cap* nodes as empty files.");
   rootfs->add_option("--machine", machine_path, "Machine YAML file")
       ->required();
   rootfs->add_option("--out", out_dir, "Directory to write the fixture into")

@@ -84,6 +84,34 @@ nvmlGpuTopologyLevel_t CommonAncestor(const Gpu& a, const Gpu& b) {
   return NVML_TOPOLOGY_SYSTEM;
 }
 
+nvmlDeviceArchitecture_t ArchitectureOf(int cc_major, int cc_minor) {
+  switch (cc_major) {
+    case 3:
+      return NVML_DEVICE_ARCH_KEPLER;
+    case 5:
+      return NVML_DEVICE_ARCH_MAXWELL;
+    case 6:
+      return NVML_DEVICE_ARCH_PASCAL;
+    case 7:
+      if (cc_minor == 0 || cc_minor == 2) return NVML_DEVICE_ARCH_VOLTA;
+      if (cc_minor == 5) return NVML_DEVICE_ARCH_TURING;
+      return NVML_DEVICE_ARCH_UNKNOWN;
+    case 8:
+      if (cc_minor == 0 || cc_minor == 6 || cc_minor == 7) {
+        return NVML_DEVICE_ARCH_AMPERE;
+      }
+      if (cc_minor == 9) return NVML_DEVICE_ARCH_ADA;
+      return NVML_DEVICE_ARCH_UNKNOWN;
+    case 9:
+      return cc_minor == 0 ? NVML_DEVICE_ARCH_HOPPER : NVML_DEVICE_ARCH_UNKNOWN;
+    case 10:
+    case 12:
+      return NVML_DEVICE_ARCH_BLACKWELL;
+    default:
+      return NVML_DEVICE_ARCH_UNKNOWN;
+  }
+}
+
 nvmlPciInfo_t MakePciInfo(const PciAddress& address, uint32_t device_id,
                           uint32_t subsystem_id) {
   nvmlPciInfo_t info;

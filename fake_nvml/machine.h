@@ -97,9 +97,15 @@ struct Gpu {
   unsigned long long memory_used_bytes = 0;
   int cc_major = 0;
   int cc_minor = 0;
+  // nvmlDeviceGetBrand and nvmlDeviceGetArchitecture; the architecture
+  // defaults to ArchitectureOf(cc_major, cc_minor).
+  nvmlBrandType_t brand = NVML_BRAND_NVIDIA;
+  nvmlDeviceArchitecture_t architecture = NVML_DEVICE_ARCH_UNKNOWN;
   int numa_node = -1;  // -1: the platform has no NUMA information
   // PCIe placement: GPUs on the same board are INTERNAL; otherwise the
   // PCIe switches (outermost first) under `host_bridge` decide the level.
+  // A host bridge (0-255, its root bus number in the fixture's sysfs) is in
+  // one PCI domain and one NUMA node.
   std::optional<unsigned> board;
   unsigned host_bridge = 0;
   std::vector<unsigned> pcie_switches;
@@ -136,6 +142,12 @@ struct Machine {
 // MULTIPLE when they share a switch higher up, HOSTBRIDGE for the same host
 // bridge, NODE for the same NUMA node, SYSTEM otherwise.
 nvmlGpuTopologyLevel_t CommonAncestor(const Gpu& a, const Gpu& b);
+
+// The architecture of a GPU with CUDA compute capability major.minor: 3.x
+// Kepler, 5.x Maxwell, 6.x Pascal, 7.0 and 7.2 Volta, 7.5 Turing, 8.0, 8.6
+// and 8.7 Ampere, 8.9 Ada, 9.0 Hopper, 10.x and 12.x Blackwell, else
+// NVML_DEVICE_ARCH_UNKNOWN.
+nvmlDeviceArchitecture_t ArchitectureOf(int cc_major, int cc_minor);
 
 // nvmlPciInfo_t for a PCI function: both bus id strings, domain, bus,
 // device and the two ids.

@@ -1,5 +1,6 @@
 // CheckMachine: the consistency rules that span several entries of a
 // machine file.
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -100,6 +101,7 @@ void CheckNvLinks(const Machine& machine, const std::vector<GpuLines>& lines) {
 
 void CheckPcie(const Machine& machine, const std::vector<GpuLines>& lines) {
   absl::flat_hash_map<unsigned, int> bridge_numa;
+  absl::flat_hash_map<unsigned, uint32_t> bridge_domain;
   // Switch id -> its host bridge followed by the switches above it.
   absl::flat_hash_map<unsigned, std::vector<unsigned>> switch_parents;
   for (size_t i = 0; i < machine.gpus.size(); ++i) {
@@ -111,6 +113,15 @@ void CheckPcie(const Machine& machine, const std::vector<GpuLines>& lines) {
           lines[i].host_bridge, GpuField(i, "host_bridge"),
           absl::StrCat("host bridge ", gpu.host_bridge, " is on NUMA node ",
                        bridge->second, " for another GPU"));
+    }
+    auto [domain, new_domain] =
+        bridge_domain.try_emplace(gpu.host_bridge, gpu.pci.domain);
+    if (!new_domain && domain->second != gpu.pci.domain) {
+      throw FieldError(
+          lines[i].host_bridge, GpuField(i, "host_bridge"),
+          absl::StrCat("host bridge ", gpu.host_bridge, " is in PCI domain ",
+                       absl::Hex(domain->second, absl::kZeroPad4),
+                       " for another GPU"));
     }
     for (size_t a = 0; a < gpu.pcie_switches.size(); ++a) {
       for (size_t b = a + 1; b < gpu.pcie_switches.size(); ++b) {

@@ -1,5 +1,6 @@
 #include "fake_nvml/machine_fields.h"
 
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -24,6 +25,66 @@ constexpr EventName kEventNames[] = {
     {"pstate", nvmlEventTypePState},
     {"clock", nvmlEventTypeClock},
 };
+
+// The names accepted for `brand`, as NVML_BRAND_* lower-cased.
+struct BrandName {
+  const char* name;
+  nvmlBrandType_t brand;
+};
+constexpr BrandName kBrandNames[] = {
+    {"unknown", NVML_BRAND_UNKNOWN},
+    {"quadro", NVML_BRAND_QUADRO},
+    {"tesla", NVML_BRAND_TESLA},
+    {"nvs", NVML_BRAND_NVS},
+    {"grid", NVML_BRAND_GRID},
+    {"geforce", NVML_BRAND_GEFORCE},
+    {"titan", NVML_BRAND_TITAN},
+    {"nvidia_vapps", NVML_BRAND_NVIDIA_VAPPS},
+    {"nvidia_vpc", NVML_BRAND_NVIDIA_VPC},
+    {"nvidia_vcs", NVML_BRAND_NVIDIA_VCS},
+    {"nvidia_vws", NVML_BRAND_NVIDIA_VWS},
+    {"nvidia_cloud_gaming", NVML_BRAND_NVIDIA_CLOUD_GAMING},
+    {"quadro_rtx", NVML_BRAND_QUADRO_RTX},
+    {"nvidia_rtx", NVML_BRAND_NVIDIA_RTX},
+    {"nvidia", NVML_BRAND_NVIDIA},
+    {"geforce_rtx", NVML_BRAND_GEFORCE_RTX},
+    {"titan_rtx", NVML_BRAND_TITAN_RTX},
+};
+
+// The names accepted for `architecture`, as NVML_DEVICE_ARCH_*.
+struct ArchitectureName {
+  const char* name;
+  nvmlDeviceArchitecture_t architecture;
+};
+constexpr ArchitectureName kArchitectureNames[] = {
+    {"kepler", NVML_DEVICE_ARCH_KEPLER},
+    {"maxwell", NVML_DEVICE_ARCH_MAXWELL},
+    {"pascal", NVML_DEVICE_ARCH_PASCAL},
+    {"volta", NVML_DEVICE_ARCH_VOLTA},
+    {"turing", NVML_DEVICE_ARCH_TURING},
+    {"ampere", NVML_DEVICE_ARCH_AMPERE},
+    {"ada", NVML_DEVICE_ARCH_ADA},
+    {"hopper", NVML_DEVICE_ARCH_HOPPER},
+    {"blackwell", NVML_DEVICE_ARCH_BLACKWELL},
+    {"orin", NVML_DEVICE_ARCH_T23X},
+    {"unknown", NVML_DEVICE_ARCH_UNKNOWN},
+};
+
+// The entry of `table` whose name is the string in `node`; throws
+// FieldError listing every name otherwise.
+template <typename Entry, size_t N>
+const Entry& Lookup(const Entry (&table)[N], const YAML::Node& node,
+                    const std::string& field, const char* what) {
+  const std::string text = ParseString(node, field);
+  std::string known;
+  for (const Entry& entry : table) {
+    if (text == entry.name) return entry;
+    absl::StrAppend(&known, known.empty() ? "" : ", ", entry.name);
+  }
+  throw FieldError(
+      LineOf(node), field,
+      absl::StrCat("unknown ", what, " \"", text, "\" (", known, ")"));
+}
 
 bool IsHex(absl::string_view text, size_t length) {
   if (text.size() != length) return false;
@@ -78,13 +139,30 @@ void ParseComputeCapability(const YAML::Node& node, const std::string& field,
                             int* major, int* minor) {
   const std::string text = ParseString(node, field);
   std::vector<absl::string_view> parts = absl::StrSplit(text, '.');
-  if (parts.size() != 2 || parts[0].size() != 1 || parts[1].size() != 1 ||
-      !absl::ascii_isdigit(parts[0][0]) || !absl::ascii_isdigit(parts[1][0])) {
+  auto digits = [](absl::string_view text, size_t max_length) {
+    if (text.empty() || text.size() > max_length) return false;
+    for (char c : text) {
+      if (!absl::ascii_isdigit(c)) return false;
+    }
+    return true;
+  };
+  if (parts.size() != 2 || !digits(parts[0], 2) || !digits(parts[1], 1) ||
+      (parts[0].size() == 2 && parts[0][0] == '0')) {
     throw FieldError(LineOf(node), field,
-                     "must be \"MAJOR.MINOR\", e.g. \"8.0\"");
+                     "must be \"MAJOR.MINOR\", e.g. \"8.0\" or \"10.0\"");
   }
-  *major = parts[0][0] - '0';
+  *major = 0;
+  for (char c : parts[0]) *major = *major * 10 + (c - '0');
   *minor = parts[1][0] - '0';
+}
+
+nvmlBrandType_t ParseBrand(const YAML::Node& node, const std::string& field) {
+  return Lookup(kBrandNames, node, field, "brand").brand;
+}
+
+nvmlDeviceArchitecture_t ParseArchitecture(const YAML::Node& node,
+                                           const std::string& field) {
+  return Lookup(kArchitectureNames, node, field, "architecture").architecture;
 }
 
 std::string ParseGpuUuid(const YAML::Node& node, const std::string& field) {

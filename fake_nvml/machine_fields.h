@@ -26,9 +26,19 @@ PciAddress ParseBusId(const YAML::Node& node, const std::string& field);
 // "enabled" or "disabled", as NVML_DEVICE_MIG_ENABLE / _DISABLE.
 unsigned ParseMigMode(const YAML::Node& node, const std::string& field);
 
-// "MAJOR.MINOR" with one digit each, e.g. "8.0".
+// "MAJOR.MINOR": a major of one or two digits and a one-digit minor, e.g.
+// "8.0" or "10.0".
 void ParseComputeCapability(const YAML::Node& node, const std::string& field,
                             int* major, int* minor);
+
+// A brand name as NVML_BRAND_*: the enumerator's name after NVML_BRAND_, in
+// lower case ("tesla", "nvidia", "geforce_rtx", ...; see README.md).
+nvmlBrandType_t ParseBrand(const YAML::Node& node, const std::string& field);
+
+// An architecture name as NVML_DEVICE_ARCH_*: kepler, maxwell, pascal,
+// volta, turing, ampere, ada, hopper, blackwell, orin (T23X) or unknown.
+nvmlDeviceArchitecture_t ParseArchitecture(const YAML::Node& node,
+                                           const std::string& field);
 
 // A list of event names (xid, single_bit_ecc, double_bit_ecc, pstate,
 // clock) as a mask of nvmlEventType bits.

@@ -46,7 +46,7 @@ void ParsePlacement(YamlMap& map, Gpu* gpu, GpuLines* lines) {
       map.Required("numa_node"), map.FieldPath("numa_node"), -1, 1023));
   YAML::Node bridge = map.Required("host_bridge");
   lines->host_bridge = LineOf(bridge);
-  gpu->host_bridge = ParseUint(bridge, map.FieldPath("host_bridge"), kMaxU32);
+  gpu->host_bridge = ParseUint(bridge, map.FieldPath("host_bridge"), 255);
   if (auto switches = map.Optional("pcie_switches")) {
     const std::string field = map.FieldPath("pcie_switches");
     lines->pcie_switches = LineOf(*switches);
@@ -116,6 +116,14 @@ Gpu ParseGpu(const YAML::Node& node, const std::string& path, GpuLines* lines) {
   ParseComputeCapability(map.Required("compute_capability"),
                          map.FieldPath("compute_capability"), &gpu.cc_major,
                          &gpu.cc_minor);
+  if (auto brand = map.Optional("brand")) {
+    gpu.brand = ParseBrand(*brand, map.FieldPath("brand"));
+  }
+  gpu.architecture = ArchitectureOf(gpu.cc_major, gpu.cc_minor);
+  if (auto architecture = map.Optional("architecture")) {
+    gpu.architecture =
+        ParseArchitecture(*architecture, map.FieldPath("architecture"));
+  }
   ParsePlacement(map, &gpu, lines);
   ParseMig(map, &gpu);
   if (auto events = map.Optional("supported_events")) {

@@ -50,7 +50,8 @@ void ParseGpuInstances(YamlMap& map, Gpu* gpu);
 // Checks what spans entries: unique UUIDs, minors and bus ids; NVLink peers
 // that exist, are not the GPU itself and link back as many times; each PCIe
 // switch under one host bridge and upstream path; each host bridge in one
-// NUMA node. `gpu_lines` and `switch_lines` parallel the machine's lists.
+// NUMA node and one PCI domain. `gpu_lines` and `switch_lines` parallel the
+// machine's lists.
 void CheckMachine(const Machine& machine,
                   const std::vector<GpuLines>& gpu_lines,
                   const std::vector<NvSwitchLines>& switch_lines);

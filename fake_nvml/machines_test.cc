@@ -33,20 +33,23 @@ TEST_F(MachinesTest, EveryShippedMachineMatchesItsSystem) {
     int cc_minor;
     bool mig;
     unsigned nvlinks;
+    nvmlBrandType_t brand;
+    nvmlDeviceArchitecture_t architecture;
   } kMachines[] = {
       {"dgx-a100.yaml", 8, "NVIDIA A100-SXM4-80GB", 81920, 0x20B210DE, 8, 0,
-       true, 12},
+       true, 12, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_AMPERE},
       {"dgx1-v100.yaml", 8, "Tesla V100-SXM2-32GB", 32768, 0x1DB510DE, 7, 0,
-       false, 6},
-      {"pcie-t4.yaml", 2, "Tesla T4", 15360, 0x1EB810DE, 7, 5, false, 0},
+       false, 6, NVML_BRAND_TESLA, NVML_DEVICE_ARCH_VOLTA},
+      {"pcie-t4.yaml", 2, "Tesla T4", 15360, 0x1EB810DE, 7, 5, false, 0,
+       NVML_BRAND_TESLA, NVML_DEVICE_ARCH_TURING},
       {"h100-mig.yaml", 2, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9, 0,
-       true, 18},
+       true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER},
       {"hgx-h100.yaml", 8, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9, 0,
-       true, 18},
+       true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER},
       {"dgx2-v100.yaml", 16, "Tesla V100-SXM3-32GB", 32768, 0x1DB810DE, 7, 0,
-       false, 6},
+       false, 6, NVML_BRAND_TESLA, NVML_DEVICE_ARCH_VOLTA},
       {"pcie-4gpu-2switch.yaml", 4, "NVIDIA L40S", 46068, 0x26B910DE, 8, 9,
-       false, 0},
+       false, 0, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_ADA},
   };
   for (const auto& m : kMachines) {
     SCOPED_TRACE(m.file);
@@ -77,6 +80,13 @@ TEST_F(MachinesTest, EveryShippedMachineMatchesItsSystem) {
           NVML_SUCCESS);
       EXPECT_EQ(major, m.cc_major);
       EXPECT_EQ(minor, m.cc_minor);
+      nvmlBrandType_t brand = NVML_BRAND_COUNT;
+      ASSERT_EQ(NVML(nvmlDeviceGetBrand)(device, &brand), NVML_SUCCESS);
+      EXPECT_EQ(brand, m.brand);
+      nvmlDeviceArchitecture_t architecture = 0;
+      ASSERT_EQ(NVML(nvmlDeviceGetArchitecture)(device, &architecture),
+                NVML_SUCCESS);
+      EXPECT_EQ(architecture, m.architecture);
       unsigned current = 0;
       unsigned pending = 0;
       EXPECT_EQ(NVML(nvmlDeviceGetMigMode)(device, &current, &pending),

@@ -65,6 +65,12 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t device,
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device,
                                                       nvmlPciInfo_t* pci);
 
+// Product brand and architecture. MIG device handles answer for their GPU.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device,
+                                                 nvmlBrandType_t* type);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t* arch);
+
 // Memory, compute capability and MIG mode.
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device,
                                                       nvmlMemory_t* memory);
@@ -106,7 +112,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set);
 // Multi-Instance GPU. MIG device handles (from
 // nvmlDeviceGetMigDeviceHandleByIndex or a MIG UUID) are accepted by
 // nvmlDeviceGetName, _GetUUID, _GetIndex, _GetMemoryInfo(_v2),
-// _GetCudaComputeCapability and the MIG device queries below; other device
+// _GetCudaComputeCapability, _GetBrand, _GetArchitecture and the MIG device
+// queries below; other device
 // calls return NVML_ERROR_NOT_SUPPORTED for them. MIG device queries given a
 // GPU handle return NVML_ERROR_INVALID_ARGUMENT (nvmlDeviceGetAttributes_v2:
 // NVML_ERROR_NOT_SUPPORTED).
@@ -168,6 +175,8 @@ FAKE_NVML_SAME_TYPE(nvmlDeviceGetIndex);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetPciInfo_v3);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetMemoryInfo);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetCudaComputeCapability);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetBrand);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetArchitecture);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetMigMode);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetTopologyCommonAncestor);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetNvLinkState);

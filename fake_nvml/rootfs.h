@@ -5,18 +5,41 @@
 
 #include <filesystem>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "fake_nvml/machine.h"
 
 namespace gdp::fake_nvml {
 
+// The directory of each GPU under sys/devices (in machine order), as the
+// kernel lays it out: the root bus "pci<dddd>:<hb>" (the GPU's domain and
+// its host_bridge as the bus number), a root port, for each PCIe switch of
+// pcie_switches the switch's upstream port and the downstream port below it,
+// then the GPU's own "<dddd:bb:dd.f>". Ports are named deterministically
+// (real machines number theirs differently): the k-th port (from 0) opened
+// below one directory is device 1 + k / 8, function k % 8 on that
+// directory's bus, skipping the address of any device in the machine file;
+// a switch's upstream port is "<dddd>:<up>:00.0", its downstream ports sit
+// on bus <in>, and <up>, <in> are the two lowest bus numbers from 1 that no
+// GPU, NVSwitch, host bridge or earlier switch (in machine order) of the
+// domain uses. GPUs share a path prefix exactly as far as they share host
+// bridge and switches. Result on failure: ResourceExhausted when a domain
+// runs out of bus numbers for its switches.
+absl::StatusOr<std::vector<std::string>> GpuDevicePaths(const Machine& machine);
+
 // Creates under `root` (and its missing parents):
-//   sys/bus/pci/devices/<dddd:bb:dd.f>/numa_node  each GPU's NUMA node and
-//                                                 a newline (lower-case hex
-//                                                 bus id, 4-digit domain)
-//   sys/bus/pci/devices/<dddd:bb:dd.f>/class      its PCI class as sysfs
+//   sys/devices/<GpuDevicePaths>/numa_node        each GPU's NUMA node and
+//                                                 a newline
+//   sys/devices/<GpuDevicePaths>/class            its PCI class as sysfs
 //                                                 writes it: "0x030200\n"
+//   sys/bus/pci/devices/<dddd:bb:dd.f>            a relative symbolic link to
+//                                                 the GPU's directory,
+//                                                 "../../../devices/<path>"
+//                                                 (lower-case hex bus id,
+//                                                 4-digit domain)
 //   dev/nvidiactl, dev/nvidia-uvm, dev/nvidia-uvm-tools, dev/nvidia-modeset,
 //   dev/nvidia<minor> per GPU                     empty regular files
 //   proc/driver/nvidia-caps/mig-minors            the MIG capability minors
@@ -33,8 +56,9 @@ namespace gdp::fake_nvml {
 //                                                 and for each GPU and
 //                                                 compute instance that
 //                                                 exists
-// Existing files are overwritten; nothing else is touched. Errors name the
-// path that could not be written.
+// Existing files are overwritten and an existing entry at a link's place
+// (file, link or directory) replaced; nothing else is touched. Errors name
+// the path that could not be written, or are GpuDevicePaths'.
 absl::Status WriteRootfs(const Machine& machine,
                          const std::filesystem::path& root);
 

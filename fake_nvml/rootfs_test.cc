@@ -38,6 +38,28 @@ std::string ReadFile(const std::filesystem::path& path) {
   return text.str();
 }
 
+// Where sys/bus/pci/devices/<bus_id> under `root` links to, with the
+// "../../../devices/" the kernel's relative links start with removed; ""
+// when it is not such a link.
+std::string DevicePath(const std::filesystem::path& root,
+                       const std::string& bus_id) {
+  const std::filesystem::path link = root / "sys/bus/pci/devices" / bus_id;
+  if (!std::filesystem::is_symlink(link)) return "";
+  std::string target = std::filesystem::read_symlink(link).string();
+  const std::string prefix = "../../../devices/";
+  if (target.compare(0, prefix.size(), prefix) != 0) return "";
+  return target.substr(prefix.size());
+}
+
+// The first `n` components of a path.
+std::string Prefix(const std::string& path, int n) {
+  size_t end = 0;
+  for (int i = 0; i < n && end != std::string::npos; ++i) {
+    end = path.find('/', end == 0 ? 0 : end + 1);
+  }
+  return path.substr(0, end);
+}
+
 TEST_F(RootfsTest, WritesSysfsAndDevNodes) {
   const std::filesystem::path root = dir_ + "/root";
   std::string output;
@@ -65,6 +87,77 @@ TEST_F(RootfsTest, WritesSysfsAndDevNodes) {
     EXPECT_TRUE(std::filesystem::is_regular_file(root / "dev" / name)) << name;
   }
   EXPECT_FALSE(std::filesystem::exists(root / "dev/nvidia8"));
+  // The kernel's layout: each GPU below its host bridge's root bus, the
+  // root port, its PCIe switch's upstream and downstream ports.
+  EXPECT_EQ(DevicePath(root, kBusIds[0]),
+            "pci0000:00/0000:00:01.0/0000:04:00.0/0000:05:01.0/0000:07:00.0");
+  EXPECT_EQ(DevicePath(root, kBusIds[1]),
+            "pci0000:00/0000:00:01.0/0000:04:00.0/0000:05:01.1/0000:0f:00.0");
+  for (int i = 0; i < 8; ++i) {
+    const std::string path = DevicePath(root, kBusIds[i]);
+    EXPECT_EQ(Prefix(path, 1), "pci0000:0" + std::to_string(i / 2)) << path;
+    EXPECT_EQ(path.substr(path.size() - 12), kBusIds[i]);
+    EXPECT_TRUE(std::filesystem::is_directory(root / "sys/devices" / path));
+    // GPUs below one switch share everything down to its upstream port.
+    if (i % 2 == 1) {
+      EXPECT_EQ(Prefix(path, 3), Prefix(DevicePath(root, kBusIds[i - 1]), 3));
+    }
+  }
+}
+
+TEST_F(RootfsTest, SysfsFollowsHostBridgesAndNestedSwitches) {
+  const std::filesystem::path root = dir_ + "/root";
+  std::string output;
+  ASSERT_EQ(RunTool("rootfs --machine " + ShippedMachine("dgx2-v100.yaml") +
+                        " --out " + root.string(),
+                    dir_, &output),
+            0)
+      << output;
+  // GPUs 0-1 below leaf switch 1, 2-3 below leaf switch 2, both below
+  // switch 0 on host bridge 0; GPUs 4-7 on host bridge 1.
+  const std::string gpu0 = DevicePath(root, "0000:34:00.0");
+  const std::string gpu1 = DevicePath(root, "0000:36:00.0");
+  const std::string gpu2 = DevicePath(root, "0000:39:00.0");
+  const std::string gpu4 = DevicePath(root, "0000:57:00.0");
+  EXPECT_EQ(Prefix(gpu0, 1), "pci0000:00");
+  EXPECT_EQ(Prefix(gpu4, 1), "pci0000:01");
+  EXPECT_EQ(std::count(gpu0.begin(), gpu0.end(), '/'), 6) << gpu0;
+  EXPECT_EQ(Prefix(gpu0, 5), Prefix(gpu1, 5));
+  EXPECT_NE(Prefix(gpu0, 4), Prefix(gpu2, 4));
+  EXPECT_EQ(Prefix(gpu0, 3), Prefix(gpu2, 3));
+  EXPECT_EQ(ReadFile(root / "sys/bus/pci/devices/0000:e7:00.0/numa_node"),
+            "1\n");
+
+  // Without switches the GPU sits right below its root port.
+  ASSERT_EQ(RunTool("rootfs --machine " + ShippedMachine("pcie-t4.yaml") +
+                        " --out " + root.string() + "-t4",
+                    dir_, &output),
+            0)
+      << output;
+  EXPECT_EQ(DevicePath(root.string() + "-t4", "0000:3b:00.0"),
+            "pci0000:00/0000:00:01.0/0000:3b:00.0");
+  EXPECT_EQ(DevicePath(root.string() + "-t4", "0000:af:00.0"),
+            "pci0000:01/0000:01:01.0/0000:af:00.0");
+}
+
+TEST_F(RootfsTest, ReplacesAnOlderFixture) {
+  const std::filesystem::path root = dir_ + "/root";
+  // The layout of older fixtures: a plain directory per GPU.
+  std::filesystem::create_directories(root /
+                                      "sys/bus/pci/devices/0000:3b:00.0");
+  std::ofstream(root / "sys/bus/pci/devices/0000:3b:00.0/numa_node") << "7\n";
+  std::string output;
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_EQ(RunTool("rootfs --machine " + ShippedMachine("pcie-t4.yaml") +
+                          " --out " + root.string(),
+                      dir_, &output),
+              0)
+        << output;
+    EXPECT_EQ(DevicePath(root, "0000:3b:00.0"),
+              "pci0000:00/0000:00:01.0/0000:3b:00.0");
+    EXPECT_EQ(ReadFile(root / "sys/bus/pci/devices/0000:3b:00.0/numa_node"),
+              "0\n");
+  }
 }
 
 TEST_F(RootfsTest, WritesMigCapabilities) {

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "device/pci_root.h"
 #include "nvml/nvml.h"
 
 namespace gdp {
@@ -29,6 +30,21 @@ absl::Status ForGpu(unsigned index, const absl::Status& s) {
 
 absl::Status ForMig(unsigned gpu, unsigned mig, const absl::Status& s) {
   return Prefixed(absl::StrCat("GPU ", gpu, " MIG ", mig), s);
+}
+
+// The name `name_of` gives an identity fact NVML answered, "Unknown" when
+// the library lacks its entry point or the GPU does not support the query,
+// and NVML's error otherwise.
+template <typename T>
+absl::StatusOr<std::string> NameOrUnknown(const absl::StatusOr<T>& value,
+                                          std::string (*name_of)(T)) {
+  if (value.ok()) return name_of(*value);
+  const nvmlReturn_t code = NvmlCode(value.status());
+  if (code == NVML_ERROR_FUNCTION_NOT_FOUND ||
+      code == NVML_ERROR_NOT_SUPPORTED) {
+    return std::string("Unknown");
+  }
+  return value.status();
 }
 
 // GPU instance profile ID -> NVML_GPU_INSTANCE_PROFILE_* of GPU `gpu`, for
@@ -89,6 +105,9 @@ absl::StatusOr<MigInfo> DescribeMig(const Nvml& nvml, nvmlDevice_t gpu,
   if (!gpu_instance.ok()) return gpu_instance.status();
   auto gi_info = nvml.GpuInstanceInfo(*gpu_instance);
   if (!gi_info.ok()) return gi_info.status();
+  m.gi_profile_id = gi_info->profileId;
+  m.placement_start = gi_info->placement.start;
+  m.placement_size = gi_info->placement.size;
   const auto profile = profiles.find(gi_info->profileId);
   if (profile == profiles.end()) {
     return absl::NotFoundError(absl::StrCat(
@@ -163,6 +182,12 @@ absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
   if (!cc.ok()) return cc.status();
   g.cc_major = cc->first;
   g.cc_minor = cc->second;
+  auto brand = NameOrUnknown(nvml.Brand(d), BrandName);
+  if (!brand.ok()) return brand.status();
+  g.brand = *std::move(brand);
+  auto architecture = NameOrUnknown(nvml.Architecture(d), ArchitectureName);
+  if (!architecture.ok()) return architecture.status();
+  g.architecture = *std::move(architecture);
   auto mig = nvml.MigEnabled(d);
   if (mig.ok()) {
     g.mig_capable = true;
@@ -176,6 +201,7 @@ absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
     }
   }
   g.numa_node = ReadNumaNode(sysfs_root, g.pci_bus_id);
+  g.pcie_root = ReadPcieRoot(sysfs_root, g.pci_bus_id);
   return g;
 }
 
@@ -218,6 +244,72 @@ std::string MigProfileSuffix(unsigned profile) {
       return "+gfx";
     default:
       return "";
+  }
+}
+
+std::string BrandName(nvmlBrandType_t brand) {
+  switch (brand) {
+    case NVML_BRAND_QUADRO:
+      return "Quadro";
+    case NVML_BRAND_TESLA:
+      return "Tesla";
+    case NVML_BRAND_NVS:
+      return "NVS";
+    case NVML_BRAND_GRID:
+      return "Grid";
+    case NVML_BRAND_GEFORCE:
+      return "GeForce";
+    case NVML_BRAND_TITAN:
+      return "Titan";
+    case NVML_BRAND_NVIDIA_VAPPS:
+      return "NvidiaVApps";
+    case NVML_BRAND_NVIDIA_VPC:
+      return "NvidiaVPC";
+    case NVML_BRAND_NVIDIA_VCS:
+      return "NvidiaVCS";
+    case NVML_BRAND_NVIDIA_VWS:
+      return "NvidiaVWS";
+    case NVML_BRAND_NVIDIA_CLOUD_GAMING:
+      return "NvidiaCloudGaming";
+    case NVML_BRAND_QUADRO_RTX:
+      return "QuadroRTX";
+    case NVML_BRAND_NVIDIA_RTX:
+      return "NvidiaRTX";
+    case NVML_BRAND_NVIDIA:
+      return "Nvidia";
+    case NVML_BRAND_GEFORCE_RTX:
+      return "GeForceRTX";
+    case NVML_BRAND_TITAN_RTX:
+      return "TitanRTX";
+    default:
+      return "Unknown";
+  }
+}
+
+std::string ArchitectureName(nvmlDeviceArchitecture_t architecture) {
+  switch (architecture) {
+    case NVML_DEVICE_ARCH_KEPLER:
+      return "Kepler";
+    case NVML_DEVICE_ARCH_MAXWELL:
+      return "Maxwell";
+    case NVML_DEVICE_ARCH_PASCAL:
+      return "Pascal";
+    case NVML_DEVICE_ARCH_VOLTA:
+      return "Volta";
+    case NVML_DEVICE_ARCH_TURING:
+      return "Turing";
+    case NVML_DEVICE_ARCH_AMPERE:
+      return "Ampere";
+    case NVML_DEVICE_ARCH_ADA:
+      return "Ada Lovelace";
+    case NVML_DEVICE_ARCH_HOPPER:
+      return "Hopper";
+    case NVML_DEVICE_ARCH_BLACKWELL:
+      return "Blackwell";
+    case NVML_DEVICE_ARCH_T23X:
+      return "Orin";
+    default:
+      return "Unknown";
   }
 }
 

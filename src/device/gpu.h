@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nvml/nvml_api.h"
 
 namespace gdp {
 
@@ -20,6 +21,12 @@ struct MigInfo {
                         // compute instance is smaller than its GPU instance
   unsigned gi = 0;      // GPU instance ID
   unsigned ci = 0;      // compute instance ID
+  // The GPU instance's profile ID (nvmlGpuInstanceInfo_t.profileId, what
+  // nvmlDeviceCreateGpuInstance takes: 19 for 1g.10gb on an H100) and its
+  // placement: memory slices [placement_start, placement_start +
+  // placement_size).
+  unsigned gi_profile_id = 0;
+  unsigned placement_start = 0, placement_size = 0;
   uint64_t memory_bytes = 0;
   unsigned gi_slices = 0, ci_slices = 0;
   unsigned multiprocessors = 0;
@@ -30,10 +37,18 @@ struct GpuInfo {
   unsigned index = 0;  // NVML index
   std::string uuid;    // "GPU-..."
   std::string name;    // product name, e.g. "NVIDIA A100-SXM4-80GB"
+  // As NVIDIA's go-nvlib names them (BrandName, ArchitectureName), e.g.
+  // "Nvidia" / "Tesla" and "Ampere" / "Ada Lovelace"; "Unknown" when the
+  // driver lacks the query or the GPU cannot answer it.
+  std::string brand;
+  std::string architecture;
   unsigned minor = 0;  // N in /dev/nvidiaN
   uint64_t memory_bytes = 0;
   std::string pci_bus_id;  // sysfs form, lower case: "0000:07:00.0"
   int numa_node = -1;      // -1: unknown
+  // The PCIe root complex above the GPU, e.g. "pci0000:00" (ReadPcieRoot);
+  // empty when sysfs does not show it.
+  std::string pcie_root;
   int cc_major = 0, cc_minor = 0;
   bool mig_capable = false;
   bool mig_enabled = false;
@@ -51,7 +66,10 @@ struct NodeGpus {
 
 // Enumerates every GPU through `nvml`, reading each GPU's NUMA node from
 // <sysfs_root>/bus/pci/devices/<bus id>/numa_node (missing file or -1 means
-// unknown), and the MIG devices of each GPU with MIG enabled. A GPU that
+// unknown) and its PCIe root from where that entry links to (ReadPcieRoot),
+// and the MIG devices of each GPU with MIG enabled. Brand and architecture
+// are "Unknown" when the library lacks their entry points or answers
+// NVML_ERROR_NOT_SUPPORTED; a GPU is never left out for them. A GPU that
 // NVML cannot describe (e.g. fallen off the bus), or whose MIG devices it
 // cannot enumerate, is left out and its error, naming its index, added to
 // `unusable`, so the others are still served; so is a single MIG device
@@ -76,6 +94,18 @@ std::string MigProfileName(unsigned gi_slices, unsigned ci_slices,
 // NVML_GPU_INSTANCE_PROFILE_* `profile`: "+me" (REV1), "+me.all" (ALL_ME),
 // "-me" (NO_ME), "+gfx" (GFX), else "".
 std::string MigProfileSuffix(unsigned profile);
+
+// NVIDIA's go-nvlib name of a brand (GetBrandAsString): "Unknown", "Quadro",
+// "Tesla", "NVS", "Grid", "GeForce", "Titan", "NvidiaVApps", "NvidiaVPC",
+// "NvidiaVCS", "NvidiaVWS", "NvidiaCloudGaming", "QuadroRTX", "NvidiaRTX",
+// "Nvidia", "GeForceRTX" or "TitanRTX"; "Unknown" for any other value.
+std::string BrandName(nvmlBrandType_t brand);
+
+// NVIDIA's go-nvlib name of an architecture (GetArchitectureAsString):
+// "Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace",
+// "Hopper", "Blackwell"; "Orin" for NVML_DEVICE_ARCH_T23X; "Unknown" for
+// NVML_DEVICE_ARCH_UNKNOWN and any value newer than this project knows.
+std::string ArchitectureName(nvmlDeviceArchitecture_t architecture);
 
 // Reads a NUMA node file; -1 when absent, unreadable or not a number.
 int ReadNumaNode(const std::string& sysfs_root, const std::string& bus_id);

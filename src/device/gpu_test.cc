@@ -107,7 +107,10 @@ TEST_F(DiscoveryTest, DescribesEveryGpu) {
     EXPECT_EQ(g.minor, i);
     EXPECT_EQ(g.name, "NVIDIA A100-SXM4-80GB");
     EXPECT_EQ(g.pci_bus_id, buses[i]);
-    EXPECT_EQ(g.numa_node, i < 4 ? 0 : 1);
+    EXPECT_EQ(g.numa_node, i < 4 ? 0 : 1);  // through the sysfs link
+    EXPECT_EQ(g.pcie_root, "pci0000:0" + std::to_string(i / 2));
+    EXPECT_EQ(g.brand, "Nvidia");
+    EXPECT_EQ(g.architecture, "Ampere");
     EXPECT_EQ(g.memory_bytes, 81920ull << 20);
     EXPECT_EQ(g.cc_major, 8);
     EXPECT_TRUE(g.mig_capable);
@@ -119,6 +122,107 @@ TEST_F(DiscoveryTest, DescribesEveryGpu) {
   EXPECT_EQ(by_uuid[3].device_nodes, std::vector<std::string>{"/dev/nvidia3"});
   EXPECT_EQ(by_uuid[5].numa_node, 1);
   EXPECT_EQ(GpuDevices(*node, DeviceIdStrategy::kIndex)[3].id, "3");
+}
+
+TEST_F(DiscoveryTest, BrandArchitectureAndPcieRootOfShippedMachines) {
+  const struct {
+    const char* machine;
+    const char* brand;
+    const char* architecture;
+    std::vector<std::string> pcie_roots;  // by GPU index
+  } kMachines[] = {
+      {"dgx1-v100",
+       "Tesla",
+       "Volta",
+       {"pci0000:00", "pci0000:00", "pci0000:00", "pci0000:00", "pci0000:01",
+        "pci0000:01", "pci0000:01", "pci0000:01"}},
+      {"pcie-t4", "Tesla", "Turing", {"pci0000:00", "pci0000:01"}},
+      {"h100-mig", "Nvidia", "Hopper", {"pci0000:00", "pci0000:01"}},
+      {"pcie-4gpu-2switch",
+       "Nvidia",
+       "Ada Lovelace",
+       {"pci0000:00", "pci0000:00", "pci0000:01", "pci0000:01"}},
+  };
+  for (const auto& m : kMachines) {
+    SCOPED_TRACE(m.machine);
+    fs::remove_all(dir_ / "root");
+    Start(std::string(GDP_MACHINES_DIR) + "/" + m.machine + ".yaml");
+    auto node = Discover();
+    ASSERT_TRUE(node.ok()) << node.status();
+    ASSERT_EQ(node->gpus.size(), m.pcie_roots.size());
+    for (const GpuInfo& g : node->gpus) {
+      EXPECT_EQ(g.brand, m.brand) << g.index;
+      EXPECT_EQ(g.architecture, m.architecture) << g.index;
+      EXPECT_EQ(g.pcie_root, m.pcie_roots[g.index]) << g.index;
+    }
+  }
+}
+
+TEST_F(DiscoveryTest, NoPcieRootWithoutTheSysfsLink) {
+  // A sysfs with plain directories (no links), as older fixtures had.
+  const fs::path sys = dir_ / "plain-sys";
+  fs::create_directories(sys / "bus/pci/devices/0000:07:00.0");
+  std::ofstream(sys / "bus/pci/devices/0000:07:00.0/numa_node") << "1\n";
+  auto node = DiscoverGpus(*nvml_, sys.string());
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(node->gpus[0].numa_node, 1);
+  EXPECT_EQ(node->gpus[0].pcie_root, "");
+  EXPECT_EQ(node->gpus[1].numa_node, -1);
+  EXPECT_EQ(node->gpus[1].pcie_root, "");
+}
+
+TEST(BrandNameTest, Table) {
+  const struct {
+    nvmlBrandType_t brand;
+    const char* want;
+  } kCases[] = {
+      {NVML_BRAND_UNKNOWN, "Unknown"},
+      {NVML_BRAND_QUADRO, "Quadro"},
+      {NVML_BRAND_TESLA, "Tesla"},
+      {NVML_BRAND_NVS, "NVS"},
+      {NVML_BRAND_GRID, "Grid"},
+      {NVML_BRAND_GEFORCE, "GeForce"},
+      {NVML_BRAND_TITAN, "Titan"},
+      {NVML_BRAND_NVIDIA_VAPPS, "NvidiaVApps"},
+      {NVML_BRAND_NVIDIA_VPC, "NvidiaVPC"},
+      {NVML_BRAND_NVIDIA_VCS, "NvidiaVCS"},
+      {NVML_BRAND_NVIDIA_VWS, "NvidiaVWS"},
+      {NVML_BRAND_NVIDIA_CLOUD_GAMING, "NvidiaCloudGaming"},
+      {NVML_BRAND_QUADRO_RTX, "QuadroRTX"},
+      {NVML_BRAND_NVIDIA_RTX, "NvidiaRTX"},
+      {NVML_BRAND_NVIDIA, "Nvidia"},
+      {NVML_BRAND_GEFORCE_RTX, "GeForceRTX"},
+      {NVML_BRAND_TITAN_RTX, "TitanRTX"},
+      {NVML_BRAND_COUNT, "Unknown"},
+      {static_cast<nvmlBrandType_t>(30), "Unknown"},
+  };
+  for (const auto& c : kCases) {
+    EXPECT_EQ(BrandName(c.brand), c.want) << static_cast<int>(c.brand);
+  }
+}
+
+TEST(ArchitectureNameTest, Table) {
+  const struct {
+    nvmlDeviceArchitecture_t architecture;
+    const char* want;
+  } kCases[] = {
+      {NVML_DEVICE_ARCH_KEPLER, "Kepler"},
+      {NVML_DEVICE_ARCH_MAXWELL, "Maxwell"},
+      {NVML_DEVICE_ARCH_PASCAL, "Pascal"},
+      {NVML_DEVICE_ARCH_VOLTA, "Volta"},
+      {NVML_DEVICE_ARCH_TURING, "Turing"},
+      {NVML_DEVICE_ARCH_AMPERE, "Ampere"},
+      {NVML_DEVICE_ARCH_ADA, "Ada Lovelace"},
+      {NVML_DEVICE_ARCH_HOPPER, "Hopper"},
+      {NVML_DEVICE_ARCH_BLACKWELL, "Blackwell"},
+      {NVML_DEVICE_ARCH_T23X, "Orin"},
+      {NVML_DEVICE_ARCH_UNKNOWN, "Unknown"},
+      {0, "Unknown"},
+      {12, "Unknown"},
+  };
+  for (const auto& c : kCases) {
+    EXPECT_EQ(ArchitectureName(c.architecture), c.want) << c.architecture;
+  }
 }
 
 TEST_F(DiscoveryTest, LostGpuIsLeftOutAndTheOthersServed) {
@@ -201,11 +305,12 @@ TEST_F(DiscoveryTest, DescribesMigDevices) {
     unsigned gi;
     uint64_t memory_mib;
     unsigned slices, sms, copy, decoders, jpegs;
+    unsigned profile_id, placement_start, placement_size;
   } kMigs[] = {
-      {"3g.40gb", 2, 40448, 3, 60, 3, 3, 3},
-      {"2g.20gb", 3, 20096, 2, 32, 2, 2, 2},
-      {"1g.10gb", 9, 9984, 1, 16, 1, 1, 1},
-      {"1g.10gb", 10, 9984, 1, 16, 1, 1, 1},
+      {"3g.40gb", 2, 40448, 3, 60, 3, 3, 3, 9, 4, 4},
+      {"2g.20gb", 3, 20096, 2, 32, 2, 2, 2, 14, 0, 2},
+      {"1g.10gb", 9, 9984, 1, 16, 1, 1, 1, 19, 2, 1},
+      {"1g.10gb", 10, 9984, 1, 16, 1, 1, 1, 19, 3, 1},
   };
   ASSERT_EQ(gpu.migs.size(), 4u);
   std::set<std::string> uuids;
@@ -217,6 +322,9 @@ TEST_F(DiscoveryTest, DescribesMigDevices) {
     EXPECT_EQ(m.profile, want.profile);
     EXPECT_EQ(m.gi, want.gi);
     EXPECT_EQ(m.ci, 0u);
+    EXPECT_EQ(m.gi_profile_id, want.profile_id);
+    EXPECT_EQ(m.placement_start, want.placement_start);
+    EXPECT_EQ(m.placement_size, want.placement_size);
     EXPECT_THAT(m.uuid, ::testing::StartsWith("MIG-"));
     EXPECT_EQ(m.uuid.size(), 40u);
     uuids.insert(m.uuid);
@@ -273,10 +381,14 @@ gpus:
   const struct {
     const char* profile;
     unsigned gi, ci, gi_slices, ci_slices, sms;
-  } kWant[] = {{"1c.3g.20gb", 1, 0, 3, 1, 14},
-               {"2c.3g.20gb", 1, 1, 3, 2, 28},
-               {"1g.5gb+me", 11, 0, 1, 1, 14}};
+    unsigned profile_id, placement_start, placement_size;
+  } kWant[] = {{"1c.3g.20gb", 1, 0, 3, 1, 14, 9, 0, 4},
+               {"2c.3g.20gb", 1, 1, 3, 2, 28, 9, 0, 4},
+               {"1g.5gb+me", 11, 0, 1, 1, 14, 20, 4, 1}};
   for (unsigned j = 0; j < 3; ++j) {
+    EXPECT_EQ(migs[j].gi_profile_id, kWant[j].profile_id) << j;
+    EXPECT_EQ(migs[j].placement_start, kWant[j].placement_start) << j;
+    EXPECT_EQ(migs[j].placement_size, kWant[j].placement_size) << j;
     EXPECT_EQ(migs[j].profile, kWant[j].profile) << j;
     EXPECT_EQ(migs[j].gi, kWant[j].gi) << j;
     EXPECT_EQ(migs[j].ci, kWant[j].ci) << j;
@@ -323,6 +435,9 @@ TEST_F(DiscoveryTest, DriverWithoutMigReportsNoMig) {
     EXPECT_FALSE(g.mig_capable);
     EXPECT_FALSE(g.mig_enabled);
     EXPECT_TRUE(g.migs.empty());
+    // nvmlDeviceGetBrand predates MIG; nvmlDeviceGetArchitecture does not.
+    EXPECT_EQ(g.brand, "Nvidia");
+    EXPECT_EQ(g.architecture, "Unknown");
   }
 }
 

@@ -67,12 +67,19 @@ namespace gdp {
   X(nvmlDeviceGetNvLinkRemotePciInfo_v2) \
   X(nvmlDeviceGetNvLinkRemoteDeviceType)
 
+// Product brand and architecture: optional (nvmlDeviceGetArchitecture came
+// with R470); without them both are reported Unimplemented.
+#define GDP_NVML_IDENTITY_SYMBOLS(X) \
+  X(nvmlDeviceGetBrand)              \
+  X(nvmlDeviceGetArchitecture)
+
 struct NvmlSymbols {
 #define GDP_NVML_FIELD(name) Fn_##name name = nullptr;
   GDP_NVML_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_MIG_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_WAIT_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_FIELD)
+  GDP_NVML_IDENTITY_SYMBOLS(GDP_NVML_FIELD)
 #undef GDP_NVML_FIELD
 };
 
@@ -174,6 +181,7 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
   GDP_NVML_MIG_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
   GDP_NVML_WAIT_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
   GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
+  GDP_NVML_IDENTITY_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
 #undef GDP_NVML_RESOLVE_OPTIONAL
   if (!missing.empty()) {
     dlclose(lib);
@@ -329,6 +337,23 @@ absl::StatusOr<NvmlPci> Nvml::PciInfo(nvmlDevice_t device) const {
                          "nvmlDeviceGetPciInfo_v3");
   if (!s.ok()) return s;
   return NvmlPci{pci.domain, pci.bus, pci.device, pci.pciDeviceId};
+}
+
+absl::StatusOr<nvmlBrandType_t> Nvml::Brand(nvmlDevice_t device) const {
+  nvmlBrandType_t brand = NVML_BRAND_UNKNOWN;
+  absl::Status s = CallOptional(fns_->nvmlDeviceGetBrand, "nvmlDeviceGetBrand",
+                                device, &brand);
+  if (!s.ok()) return s;
+  return brand;
+}
+
+absl::StatusOr<nvmlDeviceArchitecture_t> Nvml::Architecture(
+    nvmlDevice_t device) const {
+  nvmlDeviceArchitecture_t arch = NVML_DEVICE_ARCH_UNKNOWN;
+  absl::Status s = CallOptional(fns_->nvmlDeviceGetArchitecture,
+                                "nvmlDeviceGetArchitecture", device, &arch);
+  if (!s.ok()) return s;
+  return arch;
 }
 
 absl::StatusOr<unsigned long long> Nvml::MemoryTotal(

@@ -126,6 +126,14 @@ class Nvml {
   absl::StatusOr<nvmlGpuTopologyLevel_t> CommonAncestor(nvmlDevice_t a,
                                                         nvmlDevice_t b) const;
   absl::StatusOr<unsigned long long> MemoryTotal(nvmlDevice_t device) const;
+  // The product brand (nvmlDeviceGetBrand) and the simplified chip
+  // architecture (nvmlDeviceGetArchitecture, an NVML_DEVICE_ARCH_* value or
+  // one newer than this project knows). Both are optional in the library:
+  // Unimplemented with NvmlCode NVML_ERROR_FUNCTION_NOT_FOUND when missing,
+  // and Unimplemented (NVML_ERROR_NOT_SUPPORTED) when the GPU cannot say.
+  absl::StatusOr<nvmlBrandType_t> Brand(nvmlDevice_t device) const;
+  absl::StatusOr<nvmlDeviceArchitecture_t> Architecture(
+      nvmlDevice_t device) const;
   absl::StatusOr<std::pair<int, int>> ComputeCapability(
       nvmlDevice_t device) const;
   // The handle of the GPU or MIG device with this UUID ("GPU-..",

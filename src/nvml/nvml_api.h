@@ -204,6 +204,44 @@ typedef struct nvmlComputeInstanceInfo_st {
   nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
+// The product brand (nvmlDeviceGetBrand).
+typedef enum nvmlBrandType_enum {
+  NVML_BRAND_UNKNOWN = 0,
+  NVML_BRAND_QUADRO = 1,
+  NVML_BRAND_TESLA = 2,
+  NVML_BRAND_NVS = 3,
+  NVML_BRAND_GRID = 4,  // no longer reported
+  NVML_BRAND_GEFORCE = 5,
+  NVML_BRAND_TITAN = 6,
+  NVML_BRAND_NVIDIA_VAPPS = 7,  // NVIDIA Virtual Applications
+  NVML_BRAND_NVIDIA_VPC = 8,    // NVIDIA Virtual PC
+  NVML_BRAND_NVIDIA_VCS = 9,    // NVIDIA Virtual Compute Server
+  NVML_BRAND_NVIDIA_VWS = 10,   // NVIDIA RTX Virtual Workstation
+  NVML_BRAND_NVIDIA_CLOUD_GAMING = 11,
+  NVML_BRAND_NVIDIA_VGAMING = NVML_BRAND_NVIDIA_CLOUD_GAMING,  // old name
+  NVML_BRAND_QUADRO_RTX = 12,
+  NVML_BRAND_NVIDIA_RTX = 13,
+  NVML_BRAND_NVIDIA = 14,
+  NVML_BRAND_GEFORCE_RTX = 15,
+  NVML_BRAND_TITAN_RTX = 16,
+  NVML_BRAND_COUNT = 17
+} nvmlBrandType_t;
+
+// The simplified chip architecture (nvmlDeviceGetArchitecture): a plain
+// unsigned int, so that newer drivers may report values not listed here.
+typedef unsigned int nvmlDeviceArchitecture_t;
+#define NVML_DEVICE_ARCH_KEPLER 2
+#define NVML_DEVICE_ARCH_MAXWELL 3
+#define NVML_DEVICE_ARCH_PASCAL 4
+#define NVML_DEVICE_ARCH_VOLTA 5
+#define NVML_DEVICE_ARCH_TURING 6
+#define NVML_DEVICE_ARCH_AMPERE 7
+#define NVML_DEVICE_ARCH_ADA 8
+#define NVML_DEVICE_ARCH_HOPPER 9
+#define NVML_DEVICE_ARCH_BLACKWELL 10
+#define NVML_DEVICE_ARCH_T23X 11  // Orin
+#define NVML_DEVICE_ARCH_UNKNOWN 0xffffffff
+
 typedef enum nvmlGpuLevel_enum {
   NVML_TOPOLOGY_INTERNAL = 0,
   NVML_TOPOLOGY_SINGLE = 10,
@@ -264,6 +302,12 @@ typedef nvmlReturn_t (*Fn_nvmlDeviceGetMemoryInfo)(nvmlDevice_t device,
                                                    nvmlMemory_t* memory);
 typedef nvmlReturn_t (*Fn_nvmlDeviceGetCudaComputeCapability)(
     nvmlDevice_t device, int* major, int* minor);
+// Brand (an old entry point) and architecture (R470 and later): optional in
+// the client.
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetBrand)(nvmlDevice_t device,
+                                              nvmlBrandType_t* type);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetArchitecture)(
+    nvmlDevice_t device, nvmlDeviceArchitecture_t* arch);
 typedef nvmlReturn_t (*Fn_nvmlDeviceGetMigMode)(nvmlDevice_t device,
                                                 unsigned int* current,
                                                 unsigned int* pending);

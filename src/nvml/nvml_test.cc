@@ -165,6 +165,53 @@ TEST_F(NvmlTest, DriverWithoutMigStillLoads) {
   }
 }
 
+TEST_F(NvmlTest, BrandAndArchitecture) {
+  const struct {
+    const char* machine;
+    nvmlBrandType_t brand;
+    nvmlDeviceArchitecture_t architecture;
+  } kMachines[] = {
+      {"dgx-a100", NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_AMPERE},
+      {"dgx1-v100", NVML_BRAND_TESLA, NVML_DEVICE_ARCH_VOLTA},
+      {"pcie-t4", NVML_BRAND_TESLA, NVML_DEVICE_ARCH_TURING},
+      {"pcie-4gpu-2switch", NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_ADA},
+      {"h100-mig", NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER},
+  };
+  for (const auto& m : kMachines) {
+    SCOPED_TRACE(m.machine);
+    UseMachine(m.machine);
+    auto nvml = Nvml::Open(root_.string());
+    ASSERT_TRUE(nvml.ok()) << nvml.status();
+    nvmlDevice_t gpu = *(*nvml)->DeviceByIndex(0);
+    auto brand = (*nvml)->Brand(gpu);
+    ASSERT_TRUE(brand.ok()) << brand.status();
+    EXPECT_EQ(*brand, m.brand);
+    auto architecture = (*nvml)->Architecture(gpu);
+    ASSERT_TRUE(architecture.ok()) << architecture.status();
+    EXPECT_EQ(*architecture, m.architecture);
+  }
+  // A MIG device answers for its GPU.
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  auto mig = (*nvml)->MigDeviceByIndex(*(*nvml)->DeviceByIndex(0), 0);
+  ASSERT_TRUE(mig.ok()) << mig.status();
+  EXPECT_EQ(*(*nvml)->Brand(*mig), NVML_BRAND_NVIDIA);
+  EXPECT_EQ(*(*nvml)->Architecture(*mig), NVML_DEVICE_ARCH_HOPPER);
+}
+
+TEST_F(NvmlTest, DriverWithoutArchitectureStillHasBrand) {
+  UseLibrary(GDP_FAKE_NVML_PRE_MIG_LIB);
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  nvmlDevice_t gpu = *(*nvml)->DeviceByIndex(0);
+  EXPECT_EQ(*(*nvml)->Brand(gpu), NVML_BRAND_NVIDIA);
+  auto architecture = (*nvml)->Architecture(gpu);
+  EXPECT_EQ(architecture.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(NvmlCode(architecture.status()), NVML_ERROR_FUNCTION_NOT_FOUND);
+  EXPECT_THAT(std::string(architecture.status().message()),
+              HasSubstr("nvmlDeviceGetArchitecture"));
+}
+
 TEST_F(NvmlTest, InitFailureCarriesNvmlCode) {
   unsetenv("FAKE_NVML_MACHINE");
   auto nvml = Nvml::Open(root_.string());
