@@ -1,6 +1,6 @@
-// dpctl: a kubelet device-manager emulator and a client for kubelet Device
-// Plugin API v1beta1 plugins (and for our DeviceStatus API). See
-// `dpctl --help`.
+// dpctl: emulators of the kubelet's device manager and of its DRA side, and
+// clients for kubelet Device Plugin API v1beta1 plugins (and our
+// DeviceStatus API) and for DRA kubelet plugins. See `dpctl --help`.
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -16,6 +16,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client.h"
+#include "dra_cli.h"
+#include "dra_event_text.h"
+#include "dra_kubelet.h"
 #include "event_printer.h"
 #include "kubelet.h"
 
@@ -46,8 +49,9 @@ int SignalFd() {
 
 int Main(int argc, char** argv) {
   CLI::App app{
-      "Kubelet device-manager emulator and client for kubelet Device Plugin "
-      "API v1beta1 plugins.",
+      "Emulates the kubelet's device manager (kubelet) and its DRA side "
+      "(dra-kubelet), and calls kubelet Device Plugin API v1beta1 plugins "
+      "(list, status, allocate, preferred) and DRA kubelet plugins (dra).",
       "dpctl"};
   app.set_version_flag("--version", DPCTL_VERSION);
   app.require_subcommand(1);
@@ -137,6 +141,92 @@ int Main(int argc, char** argv) {
                         "a,b,...: IDs the answer must include");
   preferred->add_option("--size", size, "Allocation size")->required();
 
+  // The DRA side.
+  DraKubeletConfig dra_config;
+  bool dra_json = false;
+  std::optional<std::string> dra_kubelet_api;
+  std::vector<std::string> dra_prepare_specs;
+  CLI::App* dra_kubelet = app.add_subcommand(
+      "dra-kubelet",
+      "Emulate the kubelet's DRA side: watch a plugin registry directory, "
+      "register DRA plugins, prepare and unprepare claims");
+  dra_kubelet->footer(
+      "Prints one line per event. Reads commands from stdin, one per line:\n"
+      "  prepare <driver> <ns>/<name>/<uid> [<ns>/<name>/<uid> ...]\n"
+      "  unprepare <driver> <ns>/<name>/<uid> [<ns>/<name>/<uid> ...]\n"
+      "  list\n"
+      "  quit\n"
+      "<driver> '-' means the only registered driver. End of stdin does not "
+      "stop it; SIGINT, SIGTERM and 'quit' do.");
+  dra_kubelet
+      ->add_option("--registry-dir", dra_config.registry_dir,
+                   "Plugin registry directory (the kubelet's "
+                   "plugins_registry); created when missing")
+      ->required();
+  dra_kubelet->add_flag("--json", dra_json, "Print one JSON object per event");
+  dra_kubelet
+      ->add_option("--api", dra_kubelet_api,
+                   "Know only this DRAPlugin version, v1 or v1beta1 (default: "
+                   "both; the plugin's list order decides)")
+      ->check(CLI::IsMember({"v1", "v1beta1"}));
+  dra_kubelet->add_flag("--health,!--no-health", dra_config.manager.apis.health,
+                        "Follow the health stream of plugins listing "
+                        "v1alpha1.DRAResourceHealth (default: on)");
+  dra_kubelet
+      ->add_option("--prepare", dra_prepare_specs,
+                   "NS/NAME/UID: prepare this claim once a driver is "
+                   "registered; all of them in one call (repeatable)")
+      ->allow_extra_args(false);
+  dra_kubelet->add_flag("--exit-after-prepare", dra_config.exit_after_prepare,
+                        "Exit after the --prepare call (1 if it failed or a "
+                        "claim has an error or is missing)");
+
+  DraClientConfig dra_client;
+  std::optional<std::string> dra_api;
+  std::optional<double> dra_timeout;
+  std::vector<std::string> dra_claim_specs;
+  CLI::App* dra = app.add_subcommand(
+      "dra", "Call a DRA kubelet plugin's sockets directly (no watcher)");
+  dra->require_subcommand(1);
+  dra->footer(
+      "Exit codes: 0 done; 1 a claim has an error or is missing from the "
+      "answer (prepare, unprepare); 2 the call failed; 3 cannot connect; 64 "
+      "usage error.");
+  auto add_dra_options = [&](CLI::App* command, const std::string& socket_help,
+                             const std::string& timeout_help) {
+    command->add_option("--socket", dra_client.socket, socket_help)->required();
+    command->add_flag("--json", dra_json, "Print JSON");
+    command->add_option("--timeout", dra_timeout, timeout_help)
+        ->check(CLI::PositiveNumber);
+  };
+  CLI::App* dra_info = dra->add_subcommand(
+      "info",
+      "Call GetInfo on a registration socket and say what a kubelet would "
+      "do with the answer (no NotifyRegistrationStatus)");
+  add_dra_options(dra_info, "The plugin's registration socket",
+                  "Seconds allowed for connecting and for the call "
+                  "(default 10)");
+  CLI::App* dra_calls[2] = {
+      dra->add_subcommand("prepare", "Send one NodePrepareResources"),
+      dra->add_subcommand("unprepare", "Send one NodeUnprepareResources")};
+  for (CLI::App* command : dra_calls) {
+    add_dra_options(command, "The plugin's DRA endpoint (dra.sock)",
+                    "Seconds allowed for the call (default 45, the "
+                    "kubelet's)");
+    command
+        ->add_option("--api", dra_api,
+                     "DRAPlugin version, v1 or v1beta1 (default v1)")
+        ->check(CLI::IsMember({"v1", "v1beta1"}));
+    command->add_option("claims", dra_claim_specs, "NS/NAME/UID of each claim")
+        ->required();
+  }
+  CLI::App* dra_health = dra->add_subcommand(
+      "health",
+      "Print the plugin's NodeWatchResources (v1alpha1) messages until the "
+      "stream ends or --timeout passes");
+  add_dra_options(dra_health, "The plugin's DRA endpoint (dra.sock)",
+                  "Seconds to watch (default: until the stream ends)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -164,6 +254,52 @@ int Main(int argc, char** argv) {
         RunKubelet(kubelet_config, &printer, STDIN_FILENO, stop_fd, std::cerr);
     close(stop_fd);
     return code;
+  }
+
+  if (*dra_kubelet) {
+    if (dra_kubelet_api) {
+      dra_config.manager.apis.known = {*ParseApi(*dra_kubelet_api)};
+    }
+    for (const std::string& spec : dra_prepare_specs) {
+      absl::StatusOr<ClaimRef> claim = ParseClaimRef(spec);
+      if (!claim.ok()) {
+        return UsageError("--prepare: " +
+                          std::string(claim.status().message()));
+      }
+      dra_config.prepare.push_back(*claim);
+    }
+    if (dra_config.exit_after_prepare && dra_config.prepare.empty()) {
+      return UsageError("--exit-after-prepare needs at least one --prepare");
+    }
+    const int stop_fd = SignalFd();
+    if (stop_fd < 0) {
+      std::cerr << "error: cannot watch for signals" << std::endl;
+      return kDraKubeletStartFailed;
+    }
+    DraEventPrinter printer(
+        &std::cout, dra_json ? OutputFormat::kJson : OutputFormat::kText);
+    const int code =
+        RunDraKubelet(dra_config, &printer, STDIN_FILENO, stop_fd, std::cerr);
+    close(stop_fd);
+    return code;
+  }
+
+  if (*dra) {
+    dra_client.format = dra_json ? OutputFormat::kJson : OutputFormat::kText;
+    if (dra_api) dra_client.api = *ParseApi(*dra_api);
+    if (dra_timeout) dra_client.timeout = absl::Seconds(*dra_timeout);
+    if (*dra_info) return RunDraInfo(dra_client, std::cout, std::cerr);
+    if (*dra_health) return RunDraHealth(dra_client, std::cout, std::cerr);
+    std::vector<ClaimRef> claims;
+    for (const std::string& spec : dra_claim_specs) {
+      absl::StatusOr<ClaimRef> claim = ParseClaimRef(spec);
+      if (!claim.ok()) return UsageError(std::string(claim.status().message()));
+      claims.push_back(*claim);
+    }
+    if (*dra_calls[0]) {
+      return RunDraPrepare(dra_client, claims, std::cout, std::cerr);
+    }
+    return RunDraUnprepare(dra_client, claims, std::cout, std::cerr);
   }
 
   client_config.format =

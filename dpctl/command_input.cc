@@ -1,0 +1,63 @@
+#include "command_input.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <vector>
+
+namespace gdp::dpctl {
+
+Latch::Latch() {
+  if (pipe2(fds_, O_CLOEXEC) != 0) fds_[0] = fds_[1] = -1;
+}
+
+Latch::~Latch() {
+  for (int fd : fds_) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+void Latch::Signal() {
+  if (!signaled_.exchange(true) && fds_[1] >= 0) {
+    const char byte = 1;
+    while (write(fds_[1], &byte, 1) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+int WaitReadable(std::initializer_list<int> fds) {
+  std::vector<pollfd> polled;
+  for (int fd : fds) polled.push_back({fd, POLLIN, 0});
+  for (;;) {
+    int n = poll(polled.data(), polled.size(), -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return 0;
+    for (size_t i = 0; i < polled.size(); ++i) {
+      if (polled[i].revents != 0) return static_cast<int>(i);
+    }
+  }
+}
+
+void ReadLines(int fd, int stop_fd,
+               const std::function<void(const std::string&)>& on_line) {
+  std::string buffer;
+  char chunk[4096];
+  for (;;) {
+    if (WaitReadable({stop_fd, fd}) == 0) return;
+    ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;
+    buffer.append(chunk, static_cast<size_t>(n));
+    size_t newline;
+    while ((newline = buffer.find('\n')) != std::string::npos) {
+      std::string line = buffer.substr(0, newline);
+      buffer.erase(0, newline + 1);
+      on_line(line);
+    }
+  }
+  if (!buffer.empty()) on_line(buffer);
+}
+
+}  // namespace gdp::dpctl

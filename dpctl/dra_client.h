@@ -1,0 +1,139 @@
+// A client of a DRA kubelet plugin's sockets: its registration socket
+// (pluginregistration.Registration) and its endpoint (DRAPlugin v1 or
+// v1beta1, and v1alpha1.DRAResourceHealth).
+#ifndef GDP_DPCTL_DRA_CLIENT_H_
+#define GDP_DPCTL_DRA_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "dra/v1/api.grpc.pb.h"
+#include "dra/v1beta1/api.grpc.pb.h"
+#include "drahealth/v1alpha1/api.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
+
+namespace gdp::dpctl {
+
+namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
+namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
+
+// The DRAPlugin API version a call uses.
+enum class DraApi { kV1, kV1beta1 };
+
+// "v1" or "v1beta1".
+std::string ApiName(DraApi api);
+// The service name a plugin lists in supported_versions: "v1.DRAPlugin" or
+// "v1beta1.DRAPlugin".
+std::string ApiService(DraApi api);
+// Parses "v1" or "v1beta1"; InvalidArgument otherwise.
+absl::StatusOr<DraApi> ParseApi(absl::string_view name);
+
+// One ResourceClaim as the kubelet names it to a plugin.
+struct ClaimRef {
+  std::string ns;
+  std::string name;
+  std::string uid;
+};
+
+// Parses "NS/NAME/UID" (three non-empty parts). InvalidArgument naming the
+// input otherwise.
+absl::StatusOr<ClaimRef> ParseClaimRef(absl::string_view spec);
+
+// "NS/NAME/UID".
+std::string ClaimRefText(const ClaimRef& claim);
+
+// Thread-safe: calls may run concurrently from several threads.
+class DraClient {
+ public:
+  struct ConnectOptions {
+    // How long Connect waits for the connection.
+    absl::Duration timeout = absl::Seconds(10);
+    // Fail at the first failed connection attempt (and at once when the
+    // socket file is missing) instead of retrying until `timeout`.
+    bool fail_fast = false;
+    // Polled every 100 ms while waiting; Connect gives up when it is true.
+    std::function<bool()> cancelled;
+  };
+
+  // A client for the socket at `socket_path` (a path, or a "unix:" target).
+  // Connects lazily: the first call, or Connect, opens the connection.
+  static std::shared_ptr<DraClient> Open(const std::string& socket_path);
+
+  // Blocks until the connection is up. Fails with UNAVAILABLE (fail_fast),
+  // DEADLINE_EXCEEDED after the timeout, or CANCELLED; the message names
+  // the target.
+  absl::Status Connect(const ConnectOptions& options);
+
+  // Registration.GetInfo with the given deadline.
+  absl::StatusOr<pluginregistration::PluginInfo> GetInfo(
+      absl::Duration timeout);
+  // Registration.NotifyRegistrationStatus with the given deadline.
+  absl::Status NotifyRegistrationStatus(bool registered,
+                                        const std::string& error,
+                                        absl::Duration timeout);
+
+  // DRAPlugin.NodePrepareResources on `api` with one Claim per element of
+  // `claims`. The v1beta1 answer is returned as v1 (the wire format is the
+  // same, v1 only adds Device.share_id). Fails with the call's status.
+  absl::StatusOr<drav1::NodePrepareResourcesResponse> Prepare(
+      DraApi api, const std::vector<ClaimRef>& claims, absl::Duration timeout);
+  // DRAPlugin.NodeUnprepareResources, likewise.
+  absl::StatusOr<drav1::NodeUnprepareResourcesResponse> Unprepare(
+      DraApi api, const std::vector<ClaimRef>& claims, absl::Duration timeout);
+
+  // Runs v1alpha1.DRAResourceHealth/NodeWatchResources, calling
+  // `on_message` for each message, until the stream ends, `deadline`
+  // passes or Cancel is called. Returns the stream's final status: OK when
+  // the plugin ended it, CANCELLED after Cancel, DEADLINE_EXCEEDED at
+  // `deadline`. Blocks the calling thread for the whole stream.
+  absl::Status WatchHealth(
+      absl::FunctionRef<void(const v1alpha1::NodeWatchResourcesResponse&)>
+          on_message,
+      absl::Time deadline = absl::InfiniteFuture());
+
+  // Makes calls in progress, Connect, and every later call fail with
+  // CANCELLED. Idempotent.
+  void Cancel();
+
+  // "unix:<absolute path>".
+  const std::string& target() const { return target_; }
+
+ private:
+  DraClient(std::string target, std::shared_ptr<grpc::Channel> channel);
+
+  // Registers `context` so Cancel can reach it; false (nothing registered)
+  // when already cancelled.
+  bool Track(grpc::ClientContext* context);
+  void Untrack(grpc::ClientContext* context);
+  bool cancelled();
+
+  // Runs one unary call with a deadline, tracked for Cancel.
+  template <typename Response, typename Call>
+  absl::StatusOr<Response> Unary(absl::Duration timeout, Call call);
+
+  const std::string target_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  const std::unique_ptr<pluginregistration::Registration::Stub> registration_;
+  const std::unique_ptr<drav1::DRAPlugin::Stub> v1_;
+  const std::unique_ptr<drav1beta1::DRAPlugin::Stub> v1beta1_;
+  const std::unique_ptr<v1alpha1::DRAResourceHealth::Stub> health_;
+
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<grpc::ClientContext*> active_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gdp::dpctl
+
+#endif  // GDP_DPCTL_DRA_CLIENT_H_

@@ -1,0 +1,233 @@
+#include "dra_events.h"
+
+#include <algorithm>
+#include <set>
+
+namespace gdp::dpctl {
+namespace {
+
+Json Base(absl::string_view event, absl::string_view driver) {
+  Json j = {{"event", std::string(event)}};
+  if (!driver.empty()) j["driver"] = std::string(driver);
+  return j;
+}
+
+template <typename Strings>
+Json StringList(const Strings& items) {
+  Json list = Json::array();
+  for (const auto& item : items) list.push_back(std::string(item));
+  return list;
+}
+
+int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+
+// The UIDs of the answer in the order the event lists them: the asked ones
+// it has, in request order, then the others sorted. Appends the asked ones
+// it lacks to `missing`.
+template <typename Map>
+std::vector<std::string> ClaimOrder(const std::vector<ClaimRef>& asked,
+                                    const Map& answer, Json* missing) {
+  std::vector<std::string> order;
+  std::set<std::string> seen;
+  for (const ClaimRef& c : asked) {
+    if (!seen.insert(c.uid).second) continue;
+    if (answer.count(c.uid) != 0) {
+      order.push_back(c.uid);
+    } else {
+      missing->push_back(c.uid);
+    }
+  }
+  std::vector<std::string> others;
+  for (const auto& [uid, value] : answer) {
+    if (!seen.count(uid)) others.push_back(uid);
+  }
+  std::sort(others.begin(), others.end());
+  order.insert(order.end(), others.begin(), others.end());
+  return order;
+}
+
+}  // namespace
+
+std::string HealthName(v1alpha1::HealthStatus health) {
+  switch (health) {
+    case v1alpha1::HEALTHY:
+      return "Healthy";
+    case v1alpha1::UNHEALTHY:
+      return "Unhealthy";
+    default:
+      return "Unknown";
+  }
+}
+
+Json DraListeningEvent(absl::string_view dir) {
+  Json j = Base("listening", "");
+  j["dir"] = std::string(dir);
+  return j;
+}
+
+Json PluginFoundEvent(absl::string_view socket) {
+  Json j = Base("plugin_found", "");
+  j["socket"] = std::string(socket);
+  return j;
+}
+
+Json PluginErrorEvent(absl::string_view socket, absl::string_view step,
+                      absl::string_view error,
+                      std::optional<absl::Duration> retry_in) {
+  Json j = Base("plugin_error", "");
+  j["socket"] = std::string(socket);
+  j["step"] = std::string(step);
+  j["error"] = std::string(error);
+  if (retry_in.has_value()) j["retry_in_ms"] = Millis(*retry_in);
+  return j;
+}
+
+Json RegisteredEvent(const RegistrationReport& r) {
+  Json j = Base("registered", "");
+  j["socket"] = r.socket;
+  // Always present, even when empty, so a refused empty name shows.
+  j["driver"] = r.driver;
+  j["endpoint"] = r.endpoint;
+  j["versions"] = StringList(r.versions);
+  j["api"] = r.api.has_value() ? ApiName(*r.api) : "";
+  j["health"] = r.health;
+  j["ok"] = r.error.empty();
+  if (!r.error.empty()) j["error"] = r.error;
+  return j;
+}
+
+Json DeregisteredEvent(absl::string_view driver, absl::string_view endpoint,
+                       absl::string_view socket) {
+  Json j = Base("deregistered", driver);
+  j["endpoint"] = std::string(endpoint);
+  j["socket"] = std::string(socket);
+  return j;
+}
+
+Json HealthEvent(absl::string_view driver,
+                 const v1alpha1::NodeWatchResourcesResponse& response) {
+  Json j = Base("health", driver);
+  Json devices = Json::array();
+  for (const v1alpha1::DeviceHealth& d : response.devices()) {
+    devices.push_back({{"pool", d.device().pool_name()},
+                       {"device", d.device().device_name()},
+                       {"health", HealthName(d.health())},
+                       {"last_updated", d.last_updated_time()},
+                       {"timeout_seconds", d.health_check_timeout_seconds()},
+                       {"message", d.message()}});
+  }
+  j["devices"] = devices;
+  return j;
+}
+
+Json HealthStreamEndedEvent(absl::string_view driver,
+                            const absl::Status& status,
+                            std::optional<absl::Duration> retry_in) {
+  Json j = Base("health_stream_ended", driver);
+  j["error"] = status.ok() ? std::string("EOF") : StatusText(status);
+  if (retry_in.has_value()) j["retry_in_ms"] = Millis(*retry_in);
+  return j;
+}
+
+Json PrepareEvent(absl::string_view driver, DraApi api,
+                  const std::vector<ClaimRef>& asked,
+                  const drav1::NodePrepareResourcesResponse& response,
+                  absl::Duration elapsed) {
+  Json j = Base("prepare", driver);
+  j["api"] = ApiName(api);
+  Json missing = Json::array();
+  Json claims = Json::object();
+  for (const std::string& uid :
+       ClaimOrder(asked, response.claims(), &missing)) {
+    const drav1::NodePrepareResourceResponse& claim = response.claims().at(uid);
+    Json devices = Json::array();
+    for (const drav1::Device& d : claim.devices()) {
+      Json device = {{"requests", StringList(d.request_names())},
+                     {"pool", d.pool_name()},
+                     {"device", d.device_name()},
+                     {"cdi_ids", StringList(d.cdi_device_ids())}};
+      if (d.has_share_id()) device["share_id"] = d.share_id();
+      devices.push_back(device);
+    }
+    claims[uid] = {{"devices", devices}, {"error", claim.error()}};
+  }
+  j["claims"] = claims;
+  j["missing"] = missing;
+  j["elapsed_ms"] = Millis(elapsed);
+  return j;
+}
+
+Json UnprepareEvent(absl::string_view driver, DraApi api,
+                    const std::vector<ClaimRef>& asked,
+                    const drav1::NodeUnprepareResourcesResponse& response,
+                    absl::Duration elapsed) {
+  Json j = Base("unprepare", driver);
+  j["api"] = ApiName(api);
+  Json missing = Json::array();
+  Json claims = Json::object();
+  for (const std::string& uid :
+       ClaimOrder(asked, response.claims(), &missing)) {
+    claims[uid] = {{"error", response.claims().at(uid).error()}};
+  }
+  j["claims"] = claims;
+  j["missing"] = missing;
+  j["elapsed_ms"] = Millis(elapsed);
+  return j;
+}
+
+Json CallFailedEvent(absl::string_view call, absl::string_view driver,
+                     DraApi api, const absl::Status& status,
+                     absl::Duration elapsed) {
+  Json j = Base(std::string(call) + "_failed", driver);
+  j["api"] = ApiName(api);
+  j["code"] = CodeName(status.code());
+  j["message"] = std::string(status.message());
+  j["elapsed_ms"] = Millis(elapsed);
+  return j;
+}
+
+Json DriversEvent(const std::vector<DriverReport>& drivers) {
+  Json j = Base("drivers", "");
+  Json list = Json::array();
+  for (const DriverReport& d : drivers) {
+    list.push_back({{"driver", d.driver},
+                    {"endpoint", d.endpoint},
+                    {"socket", d.socket},
+                    {"api", ApiName(d.api)},
+                    {"health", d.health},
+                    {"in_use", d.in_use}});
+  }
+  j["drivers"] = list;
+  return j;
+}
+
+Json InfoEvent(absl::string_view socket,
+               const pluginregistration::PluginInfo& info,
+               const RegistrationReport& report) {
+  Json j = Base("info", "");
+  j["socket"] = std::string(socket);
+  j["type"] = info.type();
+  j["name"] = info.name();
+  j["endpoint"] = info.endpoint();
+  j["versions"] = StringList(info.supported_versions());
+  if (report.error.empty() && report.api.has_value()) {
+    j["api"] = ApiName(*report.api);
+    j["health"] = report.health;
+  } else {
+    j["error"] = report.error;
+  }
+  return j;
+}
+
+bool AllClaimsOk(const Json& event) {
+  auto missing = event.find("missing");
+  if (missing != event.end() && !missing->empty()) return false;
+  auto claims = event.find("claims");
+  if (claims == event.end()) return false;
+  for (const auto& [uid, claim] : claims->items()) {
+    if (!claim.value("error", std::string()).empty()) return false;
+  }
+  return true;
+}
+
+}  // namespace gdp::dpctl

@@ -1,0 +1,157 @@
+#include "dra_kubelet.h"
+
+#include <atomic>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "command_input.h"
+#include "dra_events.h"
+#include "plugin_watcher.h"
+
+namespace gdp::dpctl {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: prepare <driver> <ns>/<name>/<uid>... | unprepare <driver> "
+    "<ns>/<name>/<uid>... | list | quit";
+
+class DraEmulator {
+ public:
+  DraEmulator(const DraKubeletConfig& config, EventSink* events)
+      : config_(config),
+        events_(events),
+        manager_(config.manager, events),
+        watcher_(config.registry_dir, &manager_) {}
+
+  absl::Status Start() {
+    if (!stop_.ok()) return absl::InternalError("cannot create a pipe");
+    if (absl::Status s = watcher_.Init(); !s.ok()) return s;
+    events_->Emit(DraListeningEvent(watcher_.dir()));
+    watcher_.Start();
+    if (!config_.prepare.empty()) {
+      auto_thread_ = std::thread(&DraEmulator::AutoPrepare, this);
+    }
+    return absl::OkStatus();
+  }
+
+  // Reads and runs commands from `fd` until end of input or Stop.
+  void ReadCommands(int fd) {
+    ReadLines(fd, stop_.fd(),
+              [this](const std::string& line) { RunCommand(line); });
+  }
+
+  // Blocks until Stop, or until `stop_fd` is readable.
+  void Wait(int stop_fd) {
+    if (WaitReadable({stop_.fd(), stop_fd}) == 1) Stop(kDraKubeletOk);
+  }
+
+  // Requests the end; the first code given wins.
+  void Stop(int code) {
+    int unset = -1;
+    exit_code_.compare_exchange_strong(unset, code);
+    stop_.Signal();
+  }
+
+  // Stops everything and joins every thread; returns the exit code.
+  int Finish() {
+    Stop(kDraKubeletOk);
+    watcher_.Stop();
+    manager_.Shutdown();
+    if (auto_thread_.joinable()) auto_thread_.join();
+    return exit_code_.load();
+  }
+
+ private:
+  // Runs `verb` ("prepare" or "unprepare") on `driver` for `specs`.
+  void Call(absl::string_view line, absl::string_view verb,
+            absl::string_view driver,
+            const std::vector<absl::string_view>& specs) {
+    std::vector<ClaimRef> claims;
+    for (absl::string_view spec : specs) {
+      absl::StatusOr<ClaimRef> claim = ParseClaimRef(spec);
+      if (!claim.ok()) {
+        events_->Emit(CommandErrorEvent(line, claim.status().message()));
+        return;
+      }
+      claims.push_back(*std::move(claim));
+    }
+    absl::StatusOr<DraPluginManager::Target> target = manager_.Get(driver);
+    if (!target.ok()) {
+      events_->Emit(CommandErrorEvent(line, target.status().message()));
+      return;
+    }
+    events_->Emit(verb == "prepare"
+                      ? PrepareCall(*target->client, target->driver,
+                                    target->api, claims, config_.call_timeout)
+                      : UnprepareCall(*target->client, target->driver,
+                                      target->api, claims,
+                                      config_.call_timeout));
+  }
+
+  void RunCommand(absl::string_view raw) {
+    absl::string_view line = absl::StripAsciiWhitespace(raw);
+    std::vector<absl::string_view> words =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (words.empty()) return;
+    const absl::string_view verb = words[0];
+    if ((verb == "prepare" || verb == "unprepare") && words.size() >= 3) {
+      Call(line, verb, words[1],
+           std::vector<absl::string_view>(words.begin() + 2, words.end()));
+    } else if (verb == "list" && words.size() == 1) {
+      events_->Emit(DriversEvent(manager_.List()));
+    } else if (verb == "quit" && words.size() == 1) {
+      Stop(kDraKubeletOk);
+    } else {
+      events_->Emit(CommandErrorEvent(line, kUsage));
+    }
+  }
+
+  // Prepares config_.prepare once a driver is registered.
+  void AutoPrepare() {
+    std::optional<std::string> driver = manager_.AwaitAnyDriver();
+    if (!driver.has_value()) return;
+    absl::StatusOr<DraPluginManager::Target> target = manager_.Get(*driver);
+    bool ok = false;
+    if (target.ok()) {
+      Json event = PrepareCall(*target->client, target->driver, target->api,
+                               config_.prepare, config_.call_timeout);
+      ok = !CallFailed(event) && AllClaimsOk(event);
+      events_->Emit(event);
+    } else {
+      // Deregistered in between.
+      events_->Emit(CommandErrorEvent("--prepare", target.status().message()));
+    }
+    if (config_.exit_after_prepare) {
+      Stop(ok ? kDraKubeletOk : kDraKubeletPrepareFailed);
+    }
+  }
+
+  const DraKubeletConfig& config_;
+  EventSink* const events_;
+  DraPluginManager manager_;
+  PluginWatcher watcher_;
+  Latch stop_;
+  std::atomic<int> exit_code_{-1};
+  std::thread auto_thread_;
+};
+
+}  // namespace
+
+int RunDraKubelet(const DraKubeletConfig& config, EventSink* events,
+                  int input_fd, int stop_fd, std::ostream& err) {
+  DraEmulator emulator(config, events);
+  if (absl::Status s = emulator.Start(); !s.ok()) {
+    err << "error: " << s.message() << std::endl;
+    emulator.Finish();
+    return kDraKubeletStartFailed;
+  }
+  std::thread reader(&DraEmulator::ReadCommands, &emulator, input_fd);
+  emulator.Wait(stop_fd);
+  const int code = emulator.Finish();
+  reader.join();
+  return code;
+}
+
+}  // namespace gdp::dpctl
