@@ -70,7 +70,7 @@ void PluginLifecycle::Retry(const char* what) {
 }
 
 void PluginLifecycle::StartServer() {
-  auto server = PluginServer::Start(socket_path_, factory_());
+  auto server = SocketServer::Start(socket_path_, factory_());
   if (!server.ok()) {
     LOG_ERROR("Cannot serve {}: {}", options_.resource_name,
               server.status().message());

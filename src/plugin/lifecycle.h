@@ -13,8 +13,8 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "plugin/dir_watcher.h"
-#include "plugin/plugin_server.h"
+#include "rpc/dir_watcher.h"
+#include "rpc/socket_server.h"
 #include "plugin/registrar.h"
 #include "util/file_id.h"
 
@@ -80,7 +80,7 @@ class PluginLifecycle {
   ServiceFactory factory_;
   std::unique_ptr<DirWatcher> watcher_;
   Registrar registrar_;
-  std::unique_ptr<PluginServer> server_;
+  std::unique_ptr<SocketServer> server_;
   // kubelet.sock as it was when we last registered: a creation event for
   // that same file (queued before we registered) is not a kubelet restart.
   std::optional<FileId> registered_kubelet_;

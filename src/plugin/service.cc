@@ -11,100 +11,13 @@
 #include "plugin/plugin_metrics.h"
 #include "plugin/preferred.h"
 #include "plugin/wire.h"
+#include "rpc/device_stream.h"
 #include "util/logging.h"
 
 namespace gdp {
 namespace {
 
 using v1beta1::ListAndWatchResponse;
-
-// One ListAndWatch stream. Writes the latest list whenever the DeviceSet
-// changes; at most one write is in flight, and a change that arrives during
-// a write is sent (as the then-current list) when the write completes.
-class ListAndWatchReactor final
-    : public grpc::ServerWriteReactor<ListAndWatchResponse> {
- public:
-  ListAndWatchReactor(DeviceSet& devices,
-                      std::shared_ptr<std::atomic<int>> open_streams)
-      : devices_(devices), open_streams_(std::move(open_streams)) {
-    if (open_streams_ != nullptr) ++*open_streams_;
-    // Subscribe before taking mu_: callbacks run under the DeviceSet's lock
-    // and then take mu_, so mu_ must never be held while subscribing.
-    token_ = devices_.Subscribe([this] { OnDevicesChanged(); });
-    absl::MutexLock lock(&mu_);
-    if (!writing_) WriteLatestLocked();
-  }
-
-  void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    writing_ = false;
-    if (finish_pending_) {
-      finish_pending_ = false;
-      Finish(final_status_);
-    } else if (!ok) {
-      FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "write failed"));
-    } else if (dirty_) {
-      WriteLatestLocked();
-    }
-  }
-
-  void OnCancel() override {
-    absl::MutexLock lock(&mu_);
-    FinishLocked(grpc::Status::CANCELLED);
-  }
-
-  void OnDone() override {
-    devices_.Unsubscribe(token_);
-    if (open_streams_ != nullptr) --*open_streams_;
-    VLOG(1, "ListAndWatch stream closed");
-    delete this;
-  }
-
- private:
-  void OnDevicesChanged() {
-    absl::MutexLock lock(&mu_);
-    dirty_ = true;
-    if (!writing_ && !finishing_) WriteLatestLocked();
-  }
-
-  void WriteLatestLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    dirty_ = false;
-    std::shared_ptr<const DeviceList> list = devices_.Get();
-    if (list->generation == sent_generation_) return;
-    sent_generation_ = list->generation;
-    response_.Clear();
-    ToWire(*list, &response_);
-    writing_ = true;
-    VLOG(2, "ListAndWatch: sending {} devices (generation {})",
-         list->devices.size(), list->generation);
-    StartWrite(&response_);
-  }
-
-  // Finishes once; waits for an in-flight write first.
-  void FinishLocked(const grpc::Status& status)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finishing_) return;
-    finishing_ = true;
-    if (writing_) {
-      finish_pending_ = true;
-      final_status_ = status;
-    } else {
-      Finish(status);
-    }
-  }
-
-  DeviceSet& devices_;
-  const std::shared_ptr<std::atomic<int>> open_streams_;
-  absl::Mutex mu_;
-  uint64_t token_ = 0;
-  ListAndWatchResponse response_ ABSL_GUARDED_BY(mu_);
-  uint64_t sent_generation_ ABSL_GUARDED_BY(mu_) = 0;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool dirty_ ABSL_GUARDED_BY(mu_) = false;
-  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finish_pending_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status final_status_ ABSL_GUARDED_BY(mu_);
-};
 
 grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx,
                                const grpc::Status& status) {
@@ -161,7 +74,19 @@ grpc::ServerWriteReactor<ListAndWatchResponse>*
 DevicePluginService::ListAndWatch(grpc::CallbackServerContext*,
                                   const v1beta1::Empty*) {
   VLOG(1, "ListAndWatch stream opened");
-  return new ListAndWatchReactor(devices_, options_.open_streams);
+  std::shared_ptr<std::atomic<int>> open = options_.open_streams;
+  if (open != nullptr) ++*open;
+  return new DeviceStream<ListAndWatchResponse>(
+      devices_,
+      [](const DeviceList& list, ListAndWatchResponse* out) {
+        VLOG(2, "ListAndWatch: sending {} devices (generation {})",
+             list.devices.size(), list.generation);
+        ToWire(list, out);
+      },
+      [open] {
+        if (open != nullptr) --*open;
+        VLOG(1, "ListAndWatch stream closed");
+      });
 }
 
 grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "plugin/plugin_server.h"
+#include "rpc/socket_server.h"
 #include "plugin/wire.h"
 
 namespace gdp {
@@ -36,7 +36,7 @@ class ServiceTest : public ::testing::Test {
 
   void Serve(std::unique_ptr<DevicePluginService> service) {
     path_ = "/tmp/gdp-service-test-" + std::to_string(getpid()) + ".sock";
-    auto server = PluginServer::Start(path_, std::move(service));
+    auto server = SocketServer::Start(path_, std::move(service));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     stub_ = v1beta1::DevicePlugin::NewStub(grpc::CreateChannel(
@@ -77,7 +77,7 @@ class ServiceTest : public ::testing::Test {
   std::string path_;
   DeviceSet devices_{Devices()};
   Allocator allocator_{AllocatorOptions{}};
-  std::unique_ptr<PluginServer> server_;
+  std::unique_ptr<SocketServer> server_;
   std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
 };
 

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "plugin/plugin_server.h"
+#include "rpc/socket_server.h"
 #include "plugin/service.h"
 
 namespace gdp {
@@ -55,7 +55,7 @@ class StatusServiceTest : public ::testing::Test {
         std::make_unique<DevicePluginService>(devices_, allocator_));
     services.push_back(
         std::make_unique<DeviceStatusService>(devices_, "nvidia.com/gpu"));
-    auto server = PluginServer::Start(path_, std::move(services));
+    auto server = SocketServer::Start(path_, std::move(services));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     channel_ = grpc::CreateChannel("unix:" + path_,
@@ -74,7 +74,7 @@ class StatusServiceTest : public ::testing::Test {
   std::string path_;
   DeviceSet devices_{Devices()};
   Allocator allocator_{AllocatorOptions{}};
-  std::unique_ptr<PluginServer> server_;
+  std::unique_ptr<SocketServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<status::v1::DeviceStatus::Stub> stub_;
 };
@@ -143,7 +143,7 @@ TEST_F(StatusServiceTest, DevicePluginServiceSharesTheSocket) {
 TEST_F(StatusServiceTest, EmptyResourceListsNothing) {
   DeviceSet empty{{}};
   std::string path = path_ + ".empty";
-  auto server = PluginServer::Start(
+  auto server = SocketServer::Start(
       path, std::make_unique<DeviceStatusService>(empty, "example.com/none"));
   ASSERT_TRUE(server.ok()) << server.status();
   auto stub = status::v1::DeviceStatus::NewStub(

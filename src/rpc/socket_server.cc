@@ -1,4 +1,4 @@
-#include "plugin/plugin_server.h"
+#include "rpc/socket_server.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -26,14 +26,14 @@ bool SomethingListens(const std::string& socket_path) {
   return listening;
 }
 
-absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
+absl::StatusOr<std::unique_ptr<SocketServer>> SocketServer::Start(
     const std::string& socket_path, std::unique_ptr<grpc::Service> service) {
   ServiceList services;
   services.push_back(std::move(service));
   return Start(socket_path, std::move(services));
 }
 
-absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
+absl::StatusOr<std::unique_ptr<SocketServer>> SocketServer::Start(
     const std::string& socket_path, ServiceList services) {
   if (SomethingListens(socket_path)) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -56,12 +56,12 @@ absl::StatusOr<std::unique_ptr<PluginServer>> PluginServer::Start(
         absl::StrCat("cannot serve on ", socket_path,
                      " (is the directory there and writable?)"));
   }
-  return std::unique_ptr<PluginServer>(
-      new PluginServer(socket_path, std::move(services), std::move(server),
+  return std::unique_ptr<SocketServer>(
+      new SocketServer(socket_path, std::move(services), std::move(server),
                        GetFileId(socket_path)));
 }
 
-PluginServer::PluginServer(std::string path, ServiceList services,
+SocketServer::SocketServer(std::string path, ServiceList services,
                            std::unique_ptr<grpc::Server> server,
                            std::optional<FileId> id)
     : path_(std::move(path)),
@@ -69,14 +69,14 @@ PluginServer::PluginServer(std::string path, ServiceList services,
       server_(std::move(server)),
       id_(id) {}
 
-PluginServer::~PluginServer() {
+SocketServer::~SocketServer() {
   // A deadline of now cancels open streams instead of waiting for them.
   server_->Shutdown(std::chrono::system_clock::now());
   server_->Wait();
   if (SocketIntact()) unlink(path_.c_str());
 }
 
-bool PluginServer::SocketIntact() const {
+bool SocketServer::SocketIntact() const {
   return id_.has_value() && GetFileId(path_) == id_;
 }
 

@@ -1,6 +1,8 @@
-// A gRPC server on one unix socket in the device-plugins directory.
-#ifndef GDP_PLUGIN_PLUGIN_SERVER_H_
-#define GDP_PLUGIN_PLUGIN_SERVER_H_
+// A gRPC server on one unix socket (a device plugin's in the device-plugins
+// directory, the DRA plugin's registration and service sockets). Knows no
+// GPUs and no kubelet API.
+#ifndef GDP_RPC_SOCKET_SERVER_H_
+#define GDP_RPC_SOCKET_SERVER_H_
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/service_type.h>
@@ -21,29 +23,29 @@ using ServiceList = std::vector<std::unique_ptr<grpc::Service>>;
 bool SomethingListens(const std::string& socket_path);
 
 // Not thread-safe: owned by one lifecycle loop.
-class PluginServer {
+class SocketServer {
  public:
   // Removes whatever is at `socket_path` (a stale socket), then serves
   // every one of `services` there (none null; each a different gRPC
   // service). Result on failure: FailedPrecondition if another process is
   // serving that socket (it is left alone), Unavailable naming the path if
   // it cannot be served.
-  static absl::StatusOr<std::unique_ptr<PluginServer>> Start(
+  static absl::StatusOr<std::unique_ptr<SocketServer>> Start(
       const std::string& socket_path, ServiceList services);
 
   // The same with one service.
-  static absl::StatusOr<std::unique_ptr<PluginServer>> Start(
+  static absl::StatusOr<std::unique_ptr<SocketServer>> Start(
       const std::string& socket_path, std::unique_ptr<grpc::Service> service);
 
   // Shuts down at once (open ListAndWatch streams are cancelled) and removes
   // the socket file if it is still the one this server created.
-  ~PluginServer();
+  ~SocketServer();
 
   // Whether the socket file still exists and is the one this server bound.
   bool SocketIntact() const;
 
  private:
-  PluginServer(std::string path, ServiceList services,
+  SocketServer(std::string path, ServiceList services,
                std::unique_ptr<grpc::Server> server, std::optional<FileId> id);
 
   std::string path_;
@@ -54,4 +56,4 @@ class PluginServer {
 
 }  // namespace gdp
 
-#endif  // GDP_PLUGIN_PLUGIN_SERVER_H_
+#endif  // GDP_RPC_SOCKET_SERVER_H_

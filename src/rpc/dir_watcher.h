@@ -1,0 +1,72 @@
+// Watches kubelet directories for the events a plugin reacts to: the
+// kubelet's socket created (the device-plugins directory's kubelet.sock: a
+// kubelet restart), or one of our own sockets deleted (the kubelet wipes
+// the device-plugins directory's sockets when it starts; anyone may delete
+// the DRA plugin's). A watched directory that is removed is created again
+// and watched anew, and that counts as our socket deleted. Knows no GPUs.
+#ifndef GDP_RPC_DIR_WATCHER_H_
+#define GDP_RPC_DIR_WATCHER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace gdp {
+
+struct DirEvents {
+  bool kubelet_socket_created = false;
+  bool own_socket_removed = false;
+};
+
+// One directory to watch and the file names (not paths) that matter in it;
+// an empty name is never reported.
+struct WatchedDir {
+  std::string dir;
+  std::string kubelet_socket;
+  std::string own_socket;
+};
+
+// Wait() is for one thread; Wake() may be called from any thread.
+class DirWatcher {
+ public:
+  // Watches `dir` (created if missing, like the kubelet would) for the files
+  // named `kubelet_socket` and `own_socket`.
+  // Result on failure: the inotify or mkdir error, naming the directory.
+  static absl::StatusOr<std::unique_ptr<DirWatcher>> Create(
+      const std::string& dir, const std::string& kubelet_socket,
+      const std::string& own_socket);
+  // The same for several directories at once (events of all are merged).
+  static absl::StatusOr<std::unique_ptr<DirWatcher>> Create(
+      std::vector<WatchedDir> dirs);
+  ~DirWatcher();
+  DirWatcher(const DirWatcher&) = delete;
+  DirWatcher& operator=(const DirWatcher&) = delete;
+
+  // Blocks until a watched event, Wake(), or `timeout` (absl::InfiniteDuration
+  // for none), then returns the watched events that happened (none after a
+  // Wake or timeout). Consumes them.
+  DirEvents Wait(absl::Duration timeout);
+
+  // Makes the current or next Wait() return at once.
+  void Wake();
+
+ private:
+  struct Watch {
+    WatchedDir names;
+    int wd = -1;
+  };
+  DirWatcher(std::vector<WatchedDir> dirs, int inotify_fd, int event_fd);
+  void Rewatch(Watch& w);  // after the directory itself was removed
+  void Drain(DirEvents* events);
+
+  std::vector<Watch> watches_;
+  int inotify_fd_;
+  int event_fd_;
+};
+
+}  // namespace gdp
+
+#endif  // GDP_RPC_DIR_WATCHER_H_
