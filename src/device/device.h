@@ -15,6 +15,22 @@ namespace gdp {
 
 enum class Health { kHealthy, kUnhealthy };
 
+// What made a device unhealthy, for whoever classes it by kind (the DRA
+// side's device taints); the reason text says the rest.
+struct HealthCause {
+  enum class Kind {
+    kNone,      // healthy
+    kXid,       // an XID event (`xid`)
+    kEcc,       // an uncorrectable (double-bit) ECC error
+    kLost,      // the GPU fell off the bus
+    kNvml,      // NVML failed as a whole
+    kFlapping,  // reset after failing repeatedly, held for a while
+  };
+  Kind kind = Kind::kNone;
+  uint64_t xid = 0;  // for kXid
+  bool operator==(const HealthCause&) const = default;
+};
+
 // One schedulable unit: a GPU, a MIG device, or one replica of either.
 // Health can go back to healthy.
 struct Device {
@@ -30,6 +46,7 @@ struct Device {
   int numa_node = -1;  // -1: unknown, no topology sent
   Health health = Health::kHealthy;
   std::string unhealthy_reason;  // empty while healthy
+  HealthCause unhealthy_cause;   // kNone while healthy
 
   unsigned gpu_index = 0;     // the physical GPU (a MIG device's parent)
   std::string gpu_uuid;       // the physical GPU's UUID

@@ -33,6 +33,7 @@ bool DeviceSet::SetHealth(const std::string& id, Health health,
     Device& changed = next[list_->by_id.at(id)];
     changed.health = health;
     changed.unhealthy_reason = std::move(why);
+    if (health == Health::kHealthy) changed.unhealthy_cause = {};
     list_ = std::make_shared<const DeviceList>(std::move(next),
                                                list_->generation + 1);
   }

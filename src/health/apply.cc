@@ -11,9 +11,13 @@ bool ApplyHealth(const HealthTracker& tracker, DeviceSet& set) {
   bool changed = false;
   for (Device& d : next) {
     DeviceHealth h = tracker.HealthOf(d);
-    if (d.health == h.health && d.unhealthy_reason == h.reason) continue;
+    if (d.health == h.health && d.unhealthy_reason == h.reason &&
+        d.unhealthy_cause == h.cause) {
+      continue;
+    }
     d.health = h.health;
     d.unhealthy_reason = std::move(h.reason);
+    d.unhealthy_cause = h.cause;
     changed = true;
   }
   if (changed) set.Replace(std::move(next));

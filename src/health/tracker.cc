@@ -108,7 +108,8 @@ absl::Duration HealthTracker::QuietFor(size_t n) const {
 }
 
 void HealthTracker::Fail(const GpuRef& gpu, Gpu& g, Scope scope, State state,
-                         const std::string& what, absl::Time now) {
+                         const std::string& what, HealthCause cause,
+                         absl::Time now) {
   auto severity = [](State s) { return static_cast<int>(s); };
   const std::string label = Label(gpu, scope.first, scope.second);
   Unit& u = g.units[scope];
@@ -125,6 +126,7 @@ void HealthTracker::Fail(const GpuRef& gpu, Gpu& g, Scope scope, State state,
   }
   const size_t n = was_healthy ? CountFailure(u, now) : u.failures.size();
   u.state = state;
+  u.cause = cause;
   u.probe_error.clear();
   switch (state) {
     case State::kRecoverable:
@@ -171,10 +173,12 @@ void HealthTracker::OnEvent(const GpuRef& gpu, const HealthEvent& event,
     }
     return;
   }
+  const bool xid = event.kind == HealthEvent::Kind::kXid;
   const std::string what =
-      event.kind == HealthEvent::Kind::kXid
-          ? absl::StrCat("XID ", event.xid, " (", d.rule, ")")
-          : d.rule;
+      xid ? absl::StrCat("XID ", event.xid, " (", d.rule, ")") : d.rule;
+  const HealthCause cause =
+      xid ? HealthCause{HealthCause::Kind::kXid, event.xid}
+          : HealthCause{HealthCause::Kind::kEcc, 0};
   uint64_t before;
   {
     absl::MutexLock lock(&mu_);
@@ -182,7 +186,7 @@ void HealthTracker::OnEvent(const GpuRef& gpu, const HealthEvent& event,
     Fail(gpu, GpuFor(gpu), Scope{event.gi, event.ci},
          d.cls == XidClass::kNeedsReset ? State::kNeedsReset
                                         : State::kRecoverable,
-         what, now);
+         what, cause, now);
   }
   NotifyIfChanged(before);
 }
@@ -194,7 +198,8 @@ void HealthTracker::OnGpuLost(const GpuRef& gpu, const std::string& why,
     absl::MutexLock lock(&mu_);
     before = generation_;
     Fail(gpu, GpuFor(gpu), Scope{kAll, kAll}, State::kLost,
-         absl::StrCat("GPU lost (", why, ")"), now);
+         absl::StrCat("GPU lost (", why, ")"),
+         HealthCause{HealthCause::Kind::kLost, 0}, now);
   }
   NotifyIfChanged(before);
 }
@@ -209,6 +214,7 @@ void HealthTracker::ResetLocked(const GpuRef& gpu, Gpu& g,
     if (u.state == State::kHealthy) continue;
     u.state = State::kHealthy;
     u.reason.clear();
+    u.cause = {};
     u.probe_error.clear();
   }
   Unit& whole = g.units[Scope{kAll, kAll}];
@@ -221,6 +227,7 @@ void HealthTracker::ResetLocked(const GpuRef& gpu, Gpu& g,
     return;
   }
   whole.state = State::kRecoverable;
+  whole.cause = HealthCause{HealthCause::Kind::kFlapping, 0};
   whole.quiet = QuietFor(n);
   whole.probe_at = now + whole.quiet;
   whole.reason =
@@ -333,6 +340,7 @@ void HealthTracker::OnProbe(const ProbeTarget& target, ProbeResult result,
       case ProbeResult::kPass:
         u.state = State::kHealthy;
         u.reason.clear();
+        u.cause = {};
         u.probe_error.clear();
         LOG_INFO("{}: healthy again: probe passed after a quiet period of {}",
                  label, absl::FormatDuration(u.quiet));
@@ -341,6 +349,7 @@ void HealthTracker::OnProbe(const ProbeTarget& target, ProbeResult result,
       case ProbeResult::kGone:
         u.state = State::kHealthy;
         u.reason.clear();
+        u.cause = {};
         u.probe_error.clear();
         LOG_INFO("{}: the instance no longer exists; its failure is dropped",
                  label);
@@ -358,7 +367,8 @@ void HealthTracker::OnProbe(const ProbeTarget& target, ProbeResult result,
       case ProbeResult::kLost:
         u.probe_at = now + options_.probe_interval;
         Fail(target.gpu, g->second, Scope{kAll, kAll}, State::kLost,
-             absl::StrCat("GPU lost (", detail, ")"), now);
+             absl::StrCat("GPU lost (", detail, ")"),
+             HealthCause{HealthCause::Kind::kLost, 0}, now);
         break;
     }
   }
@@ -367,7 +377,10 @@ void HealthTracker::OnProbe(const ProbeTarget& target, ProbeResult result,
 
 DeviceHealth HealthTracker::HealthOf(const Device& device) const {
   absl::MutexLock lock(&mu_);
-  if (nvml_failed_) return {Health::kUnhealthy, nvml_reason_};
+  if (nvml_failed_) {
+    return {Health::kUnhealthy, nvml_reason_,
+            HealthCause{HealthCause::Kind::kNvml, 0}};
+  }
   auto g = gpus_.find(device.gpu_uuid);
   if (g == gpus_.end()) return {};
   const Unit* worst = nullptr;
@@ -388,7 +401,7 @@ DeviceHealth HealthTracker::HealthOf(const Device& device) const {
     }
   }
   if (worst == nullptr) return {};
-  DeviceHealth h{Health::kUnhealthy, worst->reason};
+  DeviceHealth h{Health::kUnhealthy, worst->reason, worst->cause};
   if (worst_scope != Scope{kAll, kAll}) {
     // "GPU instance 9 compute instance 0: XID ...".
     h.reason = absl::StrCat(

@@ -80,6 +80,7 @@ struct ProbeTarget {
 struct DeviceHealth {
   Health health = Health::kHealthy;
   std::string reason;  // empty while healthy
+  HealthCause cause;   // kNone while healthy
 };
 
 // Thread-safe. The change callback runs on the thread whose call made the
@@ -167,6 +168,7 @@ class HealthTracker {
   struct Unit {
     State state = State::kHealthy;
     std::string reason;       // while unhealthy: what happened and why
+    HealthCause cause;        // while unhealthy: its kind
     std::string probe_error;  // kRecoverable: what the last probe found
     absl::Time probe_at;      // kRecoverable: next probe
     absl::Duration quiet;     // kRecoverable: the quiet period in force
@@ -185,7 +187,7 @@ class HealthTracker {
   absl::Duration QuietFor(size_t n) const;
   // Makes `unit` of `gpu` unhealthy in `state` with `reason`; logs.
   void Fail(const GpuRef& gpu, Gpu& g, Scope scope, State state,
-            const std::string& what, absl::Time now)
+            const std::string& what, HealthCause cause, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ResetLocked(const GpuRef& gpu, Gpu& g, const std::string& how,
                    absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

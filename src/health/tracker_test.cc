@@ -107,6 +107,35 @@ TEST_F(TrackerTest, RecoverableIsProbedAfterTheQuietPeriod) {
   EXPECT_EQ(tracker_->NextProbe(), absl::InfiniteFuture());
 }
 
+// What made a device unhealthy, by kind, for those who class it (DRA
+// taints); cleared when it recovers.
+TEST_F(TrackerTest, CauseOfEachKindOfFailure) {
+  using K = HealthCause::Kind;
+  auto cause = [&](const Device& d) { return tracker_->HealthOf(d).cause; };
+  EXPECT_EQ(cause(Whole(kGpu0)), HealthCause{});
+  tracker_->OnEvent(kGpu0, Xid(94), t0_);
+  EXPECT_EQ(cause(Whole(kGpu0)), (HealthCause{K::kXid, 94}));
+  tracker_->OnEvent(kGpu1, Ecc(true), t0_);
+  EXPECT_EQ(cause(Whole(kGpu1)).kind, K::kEcc);
+  tracker_->OnGpuLost(kGpu0, "GPU_IS_LOST", t0_);  // worse: lost wins
+  EXPECT_EQ(cause(Whole(kGpu0)), (HealthCause{K::kLost, 0}));
+  tracker_->OnNvmlFailure("nvmlEventSetWait_v2 failed", t0_);
+  EXPECT_EQ(cause(Whole(kGpu1)).kind, K::kNvml);
+  tracker_->OnNvmlWorks(t0_);
+  EXPECT_EQ(cause(Whole(kGpu1)).kind, K::kEcc);
+  tracker_->OnGpuAnswers(kGpu0, t0_ + absl::Seconds(1));
+  EXPECT_EQ(cause(Whole(kGpu0)), HealthCause{});
+  // A GPU that failed twice in the window is held after its reset.
+  tracker_->OnGpuLost(kGpu0, "again", t0_ + absl::Seconds(2));
+  tracker_->OnGpuAnswers(kGpu0, t0_ + absl::Seconds(3));
+  EXPECT_EQ(cause(Whole(kGpu0)).kind, K::kFlapping);
+  // ApplyHealth carries it into the advertised devices.
+  DeviceSet set({Whole(kGpu0), Whole(kGpu1)});
+  ApplyHealth(*tracker_, set);
+  EXPECT_EQ(set.Get()->Find(kGpu0.uuid)->unhealthy_cause.kind, K::kFlapping);
+  EXPECT_EQ(set.Get()->Find(kGpu1.uuid)->unhealthy_cause.kind, K::kEcc);
+}
+
 TEST_F(TrackerTest, NewEventRestartsTheQuietPeriod) {
   tracker_->OnEvent(kGpu0, Xid(94), t0_);
   tracker_->OnEvent(kGpu0, Xid(8), t0_ + absl::Seconds(30));

@@ -51,6 +51,7 @@ absl::StatusOr<std::unique_ptr<PluginManager::Plugin>> PluginManager::Start(
       if (const Device* o = old->Find(d.id); o != nullptr) {
         d.health = o->health;
         d.unhealthy_reason = o->unhealthy_reason;
+        d.unhealthy_cause = o->unhealthy_cause;
       }
     }
   }
