@@ -48,11 +48,11 @@ absl::StatusOr<json> BuildSpec(const CdiSpecOptions& options,
   if (devices.empty()) {
     return absl::InvalidArgumentError("no devices to put in the CDI spec");
   }
-  json cdi_devices = json::array();
+  std::vector<CdiDevice> units;
   // visible_id -> the first device with it
-  absl::flat_hash_map<std::string, const Device*> units;
+  absl::flat_hash_map<std::string, const Device*> seen;
   for (const Device& d : devices) {
-    auto [it, added] = units.emplace(d.visible_id, &d);
+    auto [it, added] = seen.emplace(d.visible_id, &d);
     if (!added) {
       if (it->second->device_nodes != d.device_nodes) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -67,20 +67,54 @@ absl::StatusOr<json> BuildSpec(const CdiSpecOptions& options,
       return absl::InvalidArgumentError(absl::StrCat(
           "device '", d.id, "' cannot be named in CDI: ", s.message()));
     }
+    units.push_back({d.visible_id, d.device_nodes, {}, {}});
+  }
+  return BuildDeviceSpec(options, files, control_nodes, units);
+}
+
+absl::StatusOr<json> BuildDeviceSpec(
+    const CdiSpecOptions& options, const DriverFiles& files,
+    const std::vector<std::string>& control_nodes,
+    const std::vector<CdiDevice>& devices) {
+  if (devices.empty()) {
+    return absl::InvalidArgumentError("no devices to put in the CDI spec");
+  }
+  json cdi_devices = json::array();
+  absl::flat_hash_map<std::string, size_t> names;
+  for (const CdiDevice& d : devices) {
+    if (absl::Status s = ValidateDeviceName(d.name); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device '", d.name, "' cannot be named in CDI: ", s.message()));
+    }
+    if (!names.emplace(d.name, cdi_devices.size()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device '", d.name, "' is named twice"));
+    }
     if (d.device_nodes.empty()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("device '", d.id, "' has no device nodes"));
+          absl::StrCat("device '", d.name, "' has no device nodes"));
     }
     json nodes = json::array();
     for (const std::string& path : d.device_nodes) {
       if (path.empty() || path.front() != '/') {
         return absl::InvalidArgumentError(absl::StrCat(
-            "device '", d.id, "' has the relative node path '", path, "'"));
+            "device '", d.name, "' has the relative node path '", path, "'"));
       }
       nodes.push_back(DeviceNode(path, options.dev_root));
     }
+    json edits = {{"deviceNodes", std::move(nodes)}};
+    if (!d.env.empty()) edits["env"] = d.env;
+    if (!d.mounts.empty()) {
+      json mounts = json::array();
+      for (const CdiDevice::Mount& m : d.mounts) {
+        mounts.push_back({{"hostPath", m.host_path},
+                          {"containerPath", m.container_path},
+                          {"options", m.options}});
+      }
+      edits["mounts"] = std::move(mounts);
+    }
     cdi_devices.push_back(
-        {{"name", d.visible_id}, {"containerEdits", {{"deviceNodes", nodes}}}});
+        {{"name", d.name}, {"containerEdits", std::move(edits)}});
   }
 
   json edits = {{"env", json::array({kVisibleDevicesVoid})}};
@@ -106,7 +140,7 @@ absl::StatusOr<json> BuildSpec(const CdiSpecOptions& options,
   if (!mounts.empty()) edits["mounts"] = std::move(mounts);
 
   json spec = {{"cdiVersion", kCdiVersion},
-               {"kind", kKind},
+               {"kind", options.kind},
                {"devices", std::move(cdi_devices)},
                {"containerEdits", std::move(edits)}};
   if (absl::Status s = ValidateSpec(spec); !s.ok()) {

@@ -40,6 +40,8 @@ std::string QualifiedName(const std::string& device_name);
 std::string SpecFileName();
 
 struct CdiSpecOptions {
+  // The spec's kind, "<vendor>/<class>"; device names are qualified with it.
+  std::string kind = kKind;
   // The driver root as the host sees it (--driver-root): mount host paths
   // are this + the path found under lookup_root.
   std::string host_driver_root = "/";
@@ -71,6 +73,32 @@ absl::StatusOr<nlohmann::json> BuildSpec(
     const CdiSpecOptions& options, const DriverFiles& files,
     const std::vector<std::string>& control_nodes,
     const std::vector<Device>& devices);
+
+// One device of a spec and what it adds to a container besides the spec's
+// shared edits.
+struct CdiDevice {
+  std::string name;                       // the CDI device name
+  std::vector<std::string> device_nodes;  // container paths, absolute
+  std::vector<std::string> env;           // "KEY=value"
+  struct Mount {
+    std::string host_path;
+    std::string container_path;
+    std::vector<std::string> options;
+  };
+  std::vector<Mount> mounts;
+};
+
+// The spec of kind options.kind with `devices`, and the shared edits as
+// BuildSpec makes them (NVIDIA_VISIBLE_DEVICES=void, control nodes, driver
+// files). Device node host paths as BuildSpec.
+// Result on failure: InvalidArgument when `devices` is empty, a name is
+// not a valid CDI device name or repeated, a device has no nodes or a
+// relative node path (naming the device), or the spec is otherwise invalid
+// (ValidateSpec's message).
+absl::StatusOr<nlohmann::json> BuildDeviceSpec(
+    const CdiSpecOptions& options, const DriverFiles& files,
+    const std::vector<std::string>& control_nodes,
+    const std::vector<CdiDevice>& devices);
 
 // FindDriverFiles(lookup_root, driver_version) and FindControlNodes(
 // dev_lookup_root), then BuildSpec. Logs the driver files not found.

@@ -1,5 +1,6 @@
 #include "cdi/spec.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@ namespace gdp::cdi {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::HasSubstr;
 using nlohmann::json;
 
 Device Unit(std::string id, std::vector<std::string> nodes,
@@ -52,6 +54,41 @@ TEST(SpecNamesTest, QualifiedNameAndFileName) {
     EXPECT_TRUE(ValidateQualifiedName(QualifiedName(id)).ok()) << id;
   }
   EXPECT_TRUE(ValidateKind(kKind).ok());
+}
+
+TEST(BuildDeviceSpecTest, KindEnvAndMountsPerDevice) {
+  CdiSpecOptions options;
+  options.kind = "k8s.gpu.nvidia.com/claim";
+  std::vector<CdiDevice> devices = {
+      {"1234-gpu-0", {"/dev/nvidia0"}, {}, {}},
+      {"1234-gpu-1",
+       {"/dev/nvidia1"},
+       {"CUDA_MPS_PIPE_DIRECTORY=/mps/x/pipe"},
+       {{"/run/mps/x/pipe", "/mps/x/pipe", {"rw", "bind"}}}},
+  };
+  absl::StatusOr<json> spec =
+      BuildDeviceSpec(options, DriverFiles{}, {"/dev/nvidiactl"}, devices);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(ValidateSpec(*spec).ok()) << ValidateSpec(*spec);
+  EXPECT_EQ((*spec)["kind"], "k8s.gpu.nvidia.com/claim");
+  EXPECT_EQ((*spec)["devices"][0]["name"], "1234-gpu-0");
+  EXPECT_FALSE((*spec)["devices"][0]["containerEdits"].contains("env"));
+  const json& edits = (*spec)["devices"][1]["containerEdits"];
+  EXPECT_EQ(edits["env"], json({"CUDA_MPS_PIPE_DIRECTORY=/mps/x/pipe"}));
+  EXPECT_EQ(edits["mounts"][0]["containerPath"], "/mps/x/pipe");
+  EXPECT_EQ(edits["mounts"][0]["options"], json({"rw", "bind"}));
+  EXPECT_EQ((*spec)["containerEdits"]["env"],
+            json({"NVIDIA_VISIBLE_DEVICES=void"}));
+
+  devices.push_back(devices[0]);
+  absl::StatusOr<json> twice =
+      BuildDeviceSpec(options, DriverFiles{}, {}, devices);
+  EXPECT_EQ(twice.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(twice.status().message(),
+              HasSubstr("'1234-gpu-0' is named twice"));
+  EXPECT_FALSE(BuildDeviceSpec(options, DriverFiles{}, {}, {}).ok());
+  EXPECT_FALSE(
+      BuildDeviceSpec(options, DriverFiles{}, {}, {{"x", {}, {}, {}}}).ok());
 }
 
 TEST(BuildSpecTest, GpusByUuid) {

@@ -42,6 +42,11 @@ bool AlreadyWritten(const std::string& path, const std::string& content) {
 }  // namespace
 
 absl::Status WriteSpec(const std::string& dir, const nlohmann::json& spec) {
+  return WriteSpec(dir, SpecFileName(), spec);
+}
+
+absl::Status WriteSpec(const std::string& dir, const std::string& file_name,
+                       const nlohmann::json& spec) {
   if (dir.empty()) {
     return absl::InvalidArgumentError("no CDI spec directory given");
   }
@@ -57,7 +62,7 @@ absl::Status WriteSpec(const std::string& dir, const nlohmann::json& spec) {
   if (ec) {
     return Errno(ec.value(), absl::StrCat("creating the CDI directory ", dir));
   }
-  const std::string target = JoinRoot(dir, absl::StrCat("/", SpecFileName()));
+  const std::string target = JoinRoot(dir, absl::StrCat("/", file_name));
   if (AlreadyWritten(target, content)) {
     VLOG(2, "CDI spec {} is unchanged", target);
     return absl::OkStatus();
@@ -70,7 +75,11 @@ absl::Status WriteSpec(const std::string& dir, const nlohmann::json& spec) {
 }
 
 absl::Status RemoveSpec(const std::string& dir) {
-  return RemoveFile(JoinRoot(dir, absl::StrCat("/", SpecFileName())));
+  return RemoveSpec(dir, SpecFileName());
+}
+
+absl::Status RemoveSpec(const std::string& dir, const std::string& file_name) {
+  return RemoveFile(JoinRoot(dir, absl::StrCat("/", file_name)));
 }
 
 }  // namespace gdp::cdi

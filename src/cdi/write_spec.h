@@ -24,11 +24,18 @@ namespace gdp::cdi {
 // message naming the path and the errno text; no temporary file is left.
 absl::Status WriteSpec(const std::string& dir, const nlohmann::json& spec);
 
+// The same, to `dir`/`file_name` (a CDI loader reads *.json and *.yaml).
+absl::Status WriteSpec(const std::string& dir, const std::string& file_name,
+                       const nlohmann::json& spec);
+
 // Removes `dir`/SpecFileName(); a missing file is not an error.
 // Result on failure: InvalidArgument for an empty `dir` or a string in
 // `spec` that is not UTF-8; else the errno's status, the message naming the
 // path.
 absl::Status RemoveSpec(const std::string& dir);
+
+// Removes `dir`/`file_name`; a missing file is not an error.
+absl::Status RemoveSpec(const std::string& dir, const std::string& file_name);
 
 }  // namespace gdp::cdi
 

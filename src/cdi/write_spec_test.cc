@@ -158,6 +158,16 @@ TEST_F(WriteSpecTest, ReadersNeverSeeAPartialSpec) {
   EXPECT_EQ(Entries(), std::vector<std::string>{SpecFileName()});
 }
 
+TEST_F(WriteSpecTest, OtherFileNames) {
+  const std::string dir = (dir_ / "cdi").string();
+  ASSERT_TRUE(WriteSpec(dir, "a_claim.json", SpecWith(1)).ok());
+  ASSERT_TRUE(WriteSpec(dir, SpecWith(2)).ok());
+  EXPECT_EQ(Entries().size(), 2u);
+  EXPECT_TRUE(RemoveSpec(dir, "a_claim.json").ok());
+  EXPECT_TRUE(RemoveSpec(dir, "a_claim.json").ok());  // already gone
+  EXPECT_EQ(Entries(), std::vector<std::string>{SpecFileName()});
+}
+
 TEST_F(WriteSpecTest, RemoveSpec) {
   ASSERT_TRUE(WriteSpec((dir_ / "cdi").string(), SpecWith(1)).ok());
   EXPECT_TRUE(RemoveSpec((dir_ / "cdi").string()).ok());
