@@ -196,6 +196,38 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
                  "serve /metrics (Prometheus), /healthz and /readyz over "
                  "HTTP on host:port or :port; empty: off")
       ->envname("METRICS_ADDRESS");
+  // The DRA side, with NVIDIA's DRA driver's names where it has them.
+  std::string device_api(NameOf(c.device_api));
+  track(app.add_option("--device-api", device_api,
+                       "which kubelet API serves the GPUs: device-plugin, "
+                       "dra, or both (dra.devices in the config file go to "
+                       "DRA, the others to the device plugin)")
+            ->envname("DEVICE_API")
+            ->check(CLI::IsMember(AllNames<DeviceApi>())),
+        Setting::kDeviceApi);
+  app.add_option("--dra-driver-name", c.dra.driver_name,
+                 "the DRA driver name (ResourceSlices, DeviceClasses)")
+      ->envname("DRA_DRIVER_NAME");
+  CLI::Option* registration_dir =
+      app.add_option("--kubelet-registration-dir,"
+                     "--kubelet-registrar-directory-path",
+                     c.dra.registration_dir,
+                     "the kubelet's plugin registration directory; our "
+                     "registration socket is <dir>/<driver>-reg.sock")
+          ->envname("KUBELET_REGISTRATION_DIR");
+  CLI::Option* plugins_dir =
+      app.add_option("--kubelet-plugins-dir,--kubelet-plugins-directory-path",
+                     c.dra.plugins_dir,
+                     "the kubelet's plugins directory; our DRA socket is "
+                     "<dir>/<driver>/dra.sock")
+          ->envname("KUBELET_PLUGINS_DIR");
+  app.add_option("--node-name", c.dra.node_name,
+                 "this node's name: the pool of our ResourceSlices (DRA)")
+      ->envname("NODE_NAME");
+  app.add_option("--kubeconfig", c.dra.kubeconfig,
+                 "kubeconfig file for the API server (DRA); default: the "
+                 "pod's service account (in-cluster)")
+      ->envname("KUBECONFIG");
   int retry_s = static_cast<int>(absl::ToInt64Seconds(c.nvml_retry_interval));
   app.add_option("--nvml-retry-interval", retry_s,
                  "seconds between NVML retries with --fail-on-init-error=false")
@@ -227,6 +259,26 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
       out.explicit_settings.insert(Setting::kContainerDriverRoot);
     }
   }
+  // NVIDIA's DRA driver's variables for the same directories.
+  for (auto [opt, variable, dest] :
+       {std::tuple<CLI::Option*, const char*, std::string*>{
+            registration_dir, "KUBELET_REGISTRAR_DIRECTORY_PATH",
+            &c.dra.registration_dir},
+        {plugins_dir, "KUBELET_PLUGINS_DIRECTORY_PATH", &c.dra.plugins_dir}}) {
+    if (opt->count() > 0 || std::getenv(opt->get_envname().c_str()) != nullptr)
+      continue;
+    if (const char* v = std::getenv(variable); v != nullptr && *v != '\0') {
+      *dest = v;
+    }
+  }
+  // Where the API server is from inside a pod (client-go's in-cluster
+  // config reads the same variables).
+  for (auto [variable, dest] :
+       {std::pair<const char*, std::string*>{"KUBERNETES_SERVICE_HOST",
+                                             &c.dra.api_host},
+        {"KUBERNETES_SERVICE_PORT", &c.dra.api_port}}) {
+    if (const char* v = std::getenv(variable); v != nullptr) *dest = v;
+  }
   for (const auto& [opt, setting] : tracked) {
     if (opt->count() > 0) out.explicit_settings.insert(setting);
   }
@@ -249,6 +301,7 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
   c.device_id_strategy = Named<DeviceIdStrategy>(id_strategy);
   c.mig_strategy = Named<MigStrategy>(mig_strategy);
   c.shared_allocation_policy = Named<SharedAllocationPolicy>(policy);
+  c.device_api = Named<DeviceApi>(device_api);
   c.device_list_strategies.clear();
   for (const std::string& s : list_strategies) {
     c.device_list_strategies.push_back(Named<DeviceListStrategy>(s));

@@ -49,7 +49,17 @@ class FlagsTest : public ::testing::Test {
                           "GFD_OUTPUT_FILE",
                           "GFD_MACHINE_TYPE_FILE",
                           "GDP_LABELS",
-                          "METRICS_ADDRESS"}) {
+                          "METRICS_ADDRESS",
+                          "DEVICE_API",
+                          "DRA_DRIVER_NAME",
+                          "KUBELET_REGISTRATION_DIR",
+                          "KUBELET_REGISTRAR_DIRECTORY_PATH",
+                          "KUBELET_PLUGINS_DIR",
+                          "KUBELET_PLUGINS_DIRECTORY_PATH",
+                          "NODE_NAME",
+                          "KUBECONFIG",
+                          "KUBERNETES_SERVICE_HOST",
+                          "KUBERNETES_SERVICE_PORT"}) {
       unsetenv(v);
     }
   }
@@ -341,12 +351,20 @@ TEST_F(FlagsTest, FlagBeatsEnvBeatsFileBeatsDefault) {
        "GFD_MACHINE_TYPE_FILE", "/env", "--machine-type-file=/flag",
        [](const Config& c) { return c.gfd.machine_type_file; },
        "/sys/class/dmi/id/product_name", "/file", "/env", "/flag"},
+      {Setting::kDeviceApi, "deviceAPI: dra", "DEVICE_API", "dra",
+       "--device-api=device-plugin",
+       [](const Config& c) { return std::string(NameOf(c.device_api)); },
+       "device-plugin", "dra", "dra", "device-plugin"},
   };
   // Every setting the file can give is covered.
   ASSERT_EQ(std::size(cases), std::size(kSettingNames));
   for (const Case& c : cases) {
     SCOPED_TRACE(c.flag);
     SetUp();
+    // What --device-api=dra needs besides (a node, an API server).
+    setenv("NODE_NAME", "n", 1);
+    setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
     ParsedFlags f = Parse({});
     ASSERT_TRUE(f.config.has_value());
     EXPECT_EQ(c.get(*f.config), c.want_default);
@@ -470,6 +488,104 @@ TEST_F(FlagsTest, BadLabelAndMetricsValues) {
     EXPECT_FALSE(f.config.has_value());
     EXPECT_EQ(f.exit_code, 2);
   }
+}
+
+TEST_F(FlagsTest, DeviceApiAndDraFlags) {
+  ParsedFlags f = Parse({});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->device_api, DeviceApi::kDevicePlugin);
+  EXPECT_EQ(f.config->dra.driver_name, "gpu.nvidia.com");
+  EXPECT_EQ(f.config->dra.registration_dir,
+            "/var/lib/kubelet/plugins_registry");
+  EXPECT_EQ(f.config->dra.plugins_dir, "/var/lib/kubelet/plugins");
+
+  f = Parse({"--device-api=dra", "--node-name=n1", "--kubeconfig=/k/config",
+             "--dra-driver-name=gpu.example.com",
+             "--kubelet-registration-dir=/r", "--kubelet-plugins-dir=/p"});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->device_api, DeviceApi::kDra);
+  EXPECT_EQ(f.config->dra.node_name, "n1");
+  EXPECT_EQ(f.config->dra.kubeconfig, "/k/config");
+  EXPECT_EQ(f.config->dra.driver_name, "gpu.example.com");
+  EXPECT_EQ(f.config->dra.registration_dir, "/r");
+  EXPECT_EQ(f.config->dra.plugins_dir, "/p");
+
+  // In a pod: NODE_NAME from the downward API, the API server from the
+  // service variables, NVIDIA's DRA driver's directory variables.
+  setenv("DEVICE_API", "dra", 1);
+  setenv("NODE_NAME", "n2", 1);
+  setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  setenv("KUBELET_REGISTRAR_DIRECTORY_PATH", "/nv/registry", 1);
+  setenv("KUBELET_PLUGINS_DIRECTORY_PATH", "/nv/plugins", 1);
+  f = Parse({});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->dra.node_name, "n2");
+  EXPECT_EQ(f.config->dra.api_host, "10.0.0.1");
+  EXPECT_EQ(f.config->dra.api_port, "443");
+  EXPECT_EQ(f.config->dra.registration_dir, "/nv/registry");
+  EXPECT_EQ(f.config->dra.plugins_dir, "/nv/plugins");
+  // Our variable beats NVIDIA's.
+  setenv("KUBELET_PLUGINS_DIR", "/ours", 1);
+  EXPECT_EQ(Parse({}).config->dra.plugins_dir, "/ours");
+
+  // The config file's flags.deviceAPI and dra.devices.
+  unsetenv("DEVICE_API");
+  const std::string path = WriteConfig(
+      "version: v1\nflags:\n  deviceAPI: both\ndra:\n  devices: [0, "
+      "\"GPU-8e2f4a7c-0000-0000-0000-000000000000\", \"1:2\"]\n");
+  f = Parse({"--config-file", path.c_str()});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->device_api, DeviceApi::kBoth);
+  ASSERT_TRUE(f.config->dra.devices.has_value());
+  EXPECT_EQ(f.config->dra.devices->list.size(), 3u);
+  // A flag beats the file.
+  f = Parse({"--config-file", path.c_str(), "--device-api=dra"});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.config->device_api, DeviceApi::kDra);
+}
+
+TEST_F(FlagsTest, BadDraSettingsAreRefusedNamingThem) {
+  setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  const std::string bad_ref =
+      WriteConfig("flags:\n  deviceAPI: dra\ndra:\n  devices: [\"gpu0\"]\n");
+  const std::string both = bad_ref + ".both";
+  std::ofstream(both) << "flags:\n  deviceAPI: both\n";
+  struct Case {
+    std::vector<const char*> args;
+    const char* message;
+  } cases[] = {
+      {{"--device-api=plugin"}, "--device-api"},
+      {{"--device-api=dra"}, "--node-name: is required"},
+      {{"--device-api=dra", "--node-name=Node_1"}, "--node-name: 'Node_1'"},
+      {{"--device-api=dra", "--node-name=n", "--dra-driver-name=GPU"},
+       "--dra-driver-name: 'GPU'"},
+      {{"--device-api=dra", "--node-name=n", "--kubelet-plugins-dir=rel"},
+       "--kubelet-plugins-dir: must be an absolute path"},
+      {{"--device-api=dra", "--node-name=n", "--kubeconfig=k"},
+       "--kubeconfig: must be an absolute path"},
+      {{"--config-file", both.c_str(), "--node-name=n"},
+       "dra.devices: must name the GPUs DRA serves when the device API is "
+       "'both' (set by "},
+      {{"--config-file", bad_ref.c_str(), "--node-name=n"},
+       ":4: dra.devices[0]: 'gpu0' is not a GPU index"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args[0]);
+    ::testing::internal::CaptureStderr();
+    ParsedFlags f = Parse(c.args);
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(f.config.has_value());
+    EXPECT_EQ(f.exit_code, 2);
+    EXPECT_THAT(err, ::testing::HasSubstr(c.message));
+  }
+  // Outside a pod without a kubeconfig there is no API server to find.
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  ::testing::internal::CaptureStderr();
+  EXPECT_FALSE(Parse({"--device-api=dra", "--node-name=n"}).config.has_value());
+  EXPECT_THAT(::testing::internal::GetCapturedStderr(),
+              ::testing::HasSubstr("--kubeconfig: is required outside a pod"));
 }
 
 }  // namespace

@@ -262,6 +262,83 @@ absl::Status ValidateSharing(const Config& c, const Checker& check) {
   return absl::OkStatus();
 }
 
+// Unix socket addresses hold 107 bytes and a NUL.
+absl::Status CheckSocketPath(absl::string_view flag, const std::string& path,
+                             const Checker& check) {
+  if (path.size() > 107) {
+    return check.Error(
+        flag, absl::StrCat("socket path '", path,
+                           "' is longer than the 107 bytes a unix socket "
+                           "address holds; use a shorter directory"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateDra(const Config& c, const Checker& check) {
+  const DraConfig& d = c.dra;
+  if (d.devices.has_value()) {
+    if (absl::Status s = ValidateDevices(*d.devices, "dra.devices", check);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (!c.ServesDra()) return absl::OkStatus();
+  if (absl::Status s = CheckDnsSubdomain(d.driver_name, 63); !s.ok()) {
+    return check.Error("--dra-driver-name", s.message());
+  }
+  if (d.node_name.empty()) {
+    return check.Error("--node-name",
+                       "is required with --device-api=dra or both (in a pod, "
+                       "set NODE_NAME from the downward API: spec.nodeName)");
+  }
+  if (absl::Status s = CheckDnsSubdomain(d.node_name, 253); !s.ok()) {
+    return check.Error("--node-name", s.message());
+  }
+  for (auto [flag, dir] :
+       {std::pair<const char*, const std::string&>{
+            "--kubelet-registration-dir", d.registration_dir},
+        {"--kubelet-plugins-dir", d.plugins_dir}}) {
+    if (absl::Status s = check.AbsolutePath(flag, dir); !s.ok()) return s;
+  }
+  const std::filesystem::path reg =
+      std::filesystem::path(d.registration_dir) /
+      absl::StrCat(d.driver_name, "-reg.sock");
+  const std::filesystem::path endpoint =
+      std::filesystem::path(d.plugins_dir) / d.driver_name / "dra.sock";
+  if (absl::Status s =
+          CheckSocketPath("--kubelet-registration-dir", reg.string(), check);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          CheckSocketPath("--kubelet-plugins-dir", endpoint.string(), check);
+      !s.ok()) {
+    return s;
+  }
+  if (d.kubeconfig.empty() && (d.api_host.empty() || d.api_port.empty())) {
+    return check.Error(
+        "--kubeconfig",
+        "is required outside a pod: KUBERNETES_SERVICE_HOST and "
+        "KUBERNETES_SERVICE_PORT are not set, so the API server cannot be "
+        "found in-cluster");
+  }
+  if (!d.kubeconfig.empty()) {
+    if (absl::Status s = check.AbsolutePath("--kubeconfig", d.kubeconfig);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (c.device_api == DeviceApi::kBoth && !d.devices.has_value()) {
+    return check.Error(
+        "dra.devices",
+        absl::StrCat("must name the GPUs DRA serves when the device API is "
+                     "'both' (set by ",
+                     check.Where("flags.deviceAPI"),
+                     "); the device plugin serves the others"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string AdvertisedName(const Sharing& sharing, const SharedResource& r) {
@@ -300,6 +377,7 @@ absl::Status Validate(const Config& c,
     return s;
   }
   if (absl::Status s = ValidateSharing(c, check); !s.ok()) return s;
+  if (absl::Status s = ValidateDra(c, check); !s.ok()) return s;
   for (auto [path, text] :
        {std::pair<const char*, const std::string&>{"health.disableHealthchecks",
                                                    c.disable_healthchecks},

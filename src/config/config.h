@@ -5,6 +5,7 @@
 #ifndef GDP_CONFIG_CONFIG_H_
 #define GDP_CONFIG_CONFIG_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace gdp {
 inline constexpr char kResourceName[] = "nvidia.com/gpu";
 inline constexpr char kSocketName[] = "nvidia-gpu.sock";
 inline constexpr char kResourcePrefix[] = "nvidia.com/";
+// Where the MPS pipe directories (under Config::mps_root on the host)
+// appear in a container: /mps/<resource or DRA driver>/pipe.
+inline constexpr char kMpsContainerRoot[] = "/mps";
 
 // NVIDIA's --mig-strategy.
 enum class MigStrategy { kNone, kSingle, kMixed };
@@ -35,6 +39,10 @@ enum class DeviceListStrategy {
 enum class SharedAllocationPolicy { kDistributed, kPacked };
 
 enum class SharingStrategy { kNone, kTimeSlicing, kMps };
+
+// --device-api: which kubelet API serves the GPUs. kBoth splits them:
+// dra.devices go to DRA, the others to the device plugin.
+enum class DeviceApi { kDevicePlugin, kDra, kBoth };
 
 // sharing.<strategy>.resources[].devices: which devices of the resource are
 // shared. `all`, the first `count` (in index order), or a list of GPU
@@ -91,6 +99,34 @@ struct GfdConfig {
   bool operator==(const GfdConfig&) const = default;
 };
 
+// The DRA kubelet plugin side (--device-api dra or both).
+struct DraConfig {
+  // --dra-driver-name: the driver name (ResourceSlices, DeviceClasses, the
+  // kubelet's plugin name); a DNS subdomain of at most 63 characters.
+  std::string driver_name = "gpu.nvidia.com";
+  // --kubelet-registration-dir: the kubelet's plugin watcher directory; our
+  // registration socket is <dir>/<driver>-reg.sock.
+  std::string registration_dir = "/var/lib/kubelet/plugins_registry";
+  // --kubelet-plugins-dir: our endpoint is <dir>/<driver>/dra.sock, and the
+  // checkpoint of prepared claims lives beside it.
+  std::string plugins_dir = "/var/lib/kubelet/plugins";
+  // --node-name (NODE_NAME): this node, the pool and nodeName of our
+  // ResourceSlices.
+  std::string node_name;
+  // --kubeconfig: how to reach the API server; empty: in cluster, with the
+  // service account and api_host/api_port.
+  std::string kubeconfig;
+  // KUBERNETES_SERVICE_HOST / _PORT, as main read them (in-cluster access).
+  std::string api_host;
+  std::string api_port;
+  // dra.devices of the config file: the GPUs and MIG devices DRA serves
+  // (same references as sharing's devices); absent: every GPU. With
+  // DeviceApi::kBoth it must be given, and the device plugin serves the
+  // others.
+  std::optional<SharedDevices> devices;
+  bool operator==(const DraConfig&) const = default;
+};
+
 struct Config {
   std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
   std::string driver_root = "/";  // where the driver (NVML) is installed
@@ -143,6 +179,12 @@ struct Config {
   // hour), and how often GPUs are probed for being lost or back.
   absl::Duration health_quiet_period = absl::Seconds(60);
   absl::Duration health_probe_interval = absl::Seconds(5);
+  // --device-api (DEVICE_API, flags.deviceAPI) and the DRA side's settings.
+  DeviceApi device_api = DeviceApi::kDevicePlugin;
+  DraConfig dra;
+
+  bool ServesDevicePlugin() const { return device_api != DeviceApi::kDra; }
+  bool ServesDra() const { return device_api != DeviceApi::kDevicePlugin; }
 
   const std::string& DevRoot() const {
     return dev_root.empty() ? driver_root : dev_root;
@@ -170,6 +212,7 @@ enum class Setting {
   kGfdSleepInterval,
   kGfdOutputFile,
   kGfdMachineTypeFile,
+  kDeviceApi,
 };
 
 struct SettingName {
@@ -207,6 +250,7 @@ inline constexpr SettingName kSettingNames[] = {
     {Setting::kGfdOutputFile, "--output-file", "flags.gfd.outputFile"},
     {Setting::kGfdMachineTypeFile, "--machine-type-file",
      "flags.gfd.machineTypeFile"},
+    {Setting::kDeviceApi, "--device-api", "flags.deviceAPI"},
 };
 
 // The name `r` is advertised under: its rename if set, else

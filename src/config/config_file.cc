@@ -266,6 +266,18 @@ bool Parser::Document(const YAML::Node& root) {
            }},
           {"sharing", [&](const Field& f) { return SharingSection(f); }},
           {"imex", [&](const Field& f) { return Imex(f); }},
+          {"dra",
+           [&](const Field& f) {
+             return Mapping(f, {
+                                   {"devices",
+                                    [&](const Field& x) {
+                                      SharedDevices d;
+                                      if (!Devices(x, &d)) return false;
+                                      out_->dra_devices = std::move(d);
+                                      return true;
+                                    }},
+                               });
+           }},
           {"health",
            [&](const Field& f) {
              return Mapping(
@@ -335,6 +347,7 @@ bool Parser::Flags(const Field& f) {
            }},
           {"plugin", [&](const Field& x) { return PluginFlags(x); }},
           {"gfd", [&](const Field& x) { return GfdFlags(x); }},
+          {"deviceAPI", [&](const Field& x) { return Enum(x, &o.device_api); }},
       });
 }
 

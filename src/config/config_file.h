@@ -17,6 +17,9 @@
 //   flags.gfd.{oneshot, noTimestamp}              bool
 //   flags.gfd.sleepInterval      Go duration ("60s"), nanoseconds, "infinite"
 //   flags.gfd.{outputFile, machineTypeFile}       path
+//   flags.deviceAPI              device-plugin | dra | both (ours)
+//   dra.devices                  the GPUs DRA serves, as sharing's devices
+//                                (ours; required with deviceAPI both)
 //   health.disableHealthchecks   as DP_DISABLE_HEALTHCHECKS: all | xids |
 //                                XIDs, comma-separated (a number alone too)
 //   health.enableHealthchecks    as DP_ENABLE_HEALTHCHECKS (ours: NVIDIA
@@ -86,6 +89,9 @@ struct ConfigFile {
   std::optional<absl::Duration> gfd_sleep_interval;
   std::optional<std::string> gfd_output_file;
   std::optional<std::string> gfd_machine_type_file;
+  std::optional<DeviceApi> device_api;
+  // dra
+  std::optional<SharedDevices> dra_devices;
   // resources; names qualified ("nvidia.com/...")
   std::optional<std::vector<ResourcePattern>> gpu_resources;
   std::optional<std::vector<ResourcePattern>> mig_resources;

@@ -54,6 +54,8 @@ void Apply(const ConfigFile& f, const ExplicitSettings& given, Config& c) {
   Take(f.gfd_output_file, Setting::kGfdOutputFile, given, &c.gfd.output_file);
   Take(f.gfd_machine_type_file, Setting::kGfdMachineTypeFile, given,
        &c.gfd.machine_type_file);
+  Take(f.device_api, Setting::kDeviceApi, given, &c.device_api);
+  if (f.dra_devices.has_value()) c.dra.devices = f.dra_devices;
   Take(f.gpu_resources, &c.gpu_resources);
   Take(f.mig_resources, &c.mig_resources);
   Take(f.sharing, &c.sharing);

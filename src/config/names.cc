@@ -60,6 +60,15 @@ struct Names<SharingStrategy> {
   };
 };
 
+template <>
+struct Names<DeviceApi> {
+  static constexpr std::pair<DeviceApi, absl::string_view> kAll[] = {
+      {DeviceApi::kDevicePlugin, "device-plugin"},
+      {DeviceApi::kDra, "dra"},
+      {DeviceApi::kBoth, "both"},
+  };
+};
+
 bool IsDnsSubdomain(absl::string_view s) {
   static const std::regex kSubdomain(
       "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
@@ -133,6 +142,7 @@ GDP_NAMES_INSTANTIATE(DeviceListStrategy)
 GDP_NAMES_INSTANTIATE(DeviceIdStrategy)
 GDP_NAMES_INSTANTIATE(SharedAllocationPolicy)
 GDP_NAMES_INSTANTIATE(SharingStrategy)
+GDP_NAMES_INSTANTIATE(DeviceApi)
 #undef GDP_NAMES_INSTANTIATE
 
 std::string QualifyResourceName(absl::string_view name) {
@@ -178,6 +188,22 @@ bool IsDeviceRef(absl::string_view ref) {
   std::vector<absl::string_view> parts = absl::StrSplit(rest, '/');
   return parts.size() == 3 && IsGpuUuid(parts[0]) && IsUnsigned(parts[1]) &&
          IsUnsigned(parts[2]);
+}
+
+absl::Status CheckDnsSubdomain(absl::string_view name, size_t max_length) {
+  if (name.empty()) return absl::InvalidArgumentError("must not be empty");
+  if (name.size() > max_length) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("is ", name.size(), " characters long; at most ",
+                     max_length, " are allowed"));
+  }
+  if (!IsDnsSubdomain(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", name,
+        "' must consist of lower-case letters, digits, '-' and '.', each "
+        "dot-separated part starting and ending with a letter or digit"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckAnnotationPrefix(absl::string_view prefix) {

@@ -17,8 +17,8 @@ namespace gdp {
 // NVIDIA's spellings, for E one of MigStrategy ("none", "single", "mixed"),
 // DeviceListStrategy ("envvar", "volume-mounts", "cdi-annotations",
 // "cdi-cri"), DeviceIdStrategy ("uuid", "index"), SharedAllocationPolicy
-// ("distributed", "packed") and SharingStrategy ("none", "time-slicing",
-// "mps").
+// ("distributed", "packed"), SharingStrategy ("none", "time-slicing",
+// "mps") and DeviceApi ("device-plugin", "dra", "both").
 //
 // ParseName: the value spelled `name` (exact, case-sensitive); nullopt if
 // none is.
@@ -53,6 +53,12 @@ absl::Status CheckResourceName(absl::string_view name);
 // 8-4-4-4-12 hexadecimal form) or a MIG UUID ("MIG-" + a UUID, or
 // "MIG-GPU-<uuid>/<gi>/<ci>").
 bool IsDeviceRef(absl::string_view ref);
+
+// OK if `name` is a DNS-1123 subdomain (lower-case letters, digits, '-'
+// and '.', each dot-separated part starting and ending with a letter or
+// digit) of at most `max_length` characters. Result on failure:
+// InvalidArgument saying what is wrong (the caller names the setting).
+absl::Status CheckDnsSubdomain(absl::string_view name, size_t max_length);
 
 // OK if `prefix` is a valid prefix of annotation keys: a DNS-1123 subdomain
 // followed by '/' ("cdi.k8s.io/"). Result on failure: InvalidArgument

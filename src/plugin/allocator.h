@@ -19,8 +19,6 @@ inline constexpr char kVolumeMountsRoot[] = "/var/run/nvidia-container-devices";
 // The CDI kind of our devices, and the plugin name in CDI annotation keys.
 inline constexpr char kCdiKind[] = "k8s.device-plugin.nvidia.com/gpu";
 inline constexpr char kCdiAnnotationPlugin[] = "nvidia-device-plugin";
-// Where the MPS pipe directories appear in a container.
-inline constexpr char kMpsContainerRoot[] = "/mps";
 
 struct DeviceSpecEdit {
   std::string container_path;
