@@ -31,7 +31,9 @@ CLI
   --drop-taints    Emulates a cluster without the DRADeviceTaints feature
                    gate: spec.devices[].taints are silently dropped from
                    ResourceSlices written (before validation), as the real
-                   server drops disabled fields.
+                   server drops disabled fields. Without it, a taint written
+                   without timeAdded gets the current time, as from the
+                   real server.
   --history N      Watch events kept (default 1000); a watch from an older
                    resourceVersion gets an ERROR event with a 410 Status.
   --bookmark-seconds S  Idle time after which a watch with

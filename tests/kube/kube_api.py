@@ -275,11 +275,22 @@ class Api:
       meta["namespace"] = namespace
     else:
       meta.pop("namespace", None)  # As the real server: silently cleared.
-    if kind.name == "ResourceSlice" and self.drop_taints:
+    if kind.name == "ResourceSlice":
       spec = obj.get("spec")
-      for device in (spec or {}).get("devices") or []:
-        if isinstance(device, dict):
+      devices = spec.get("devices") if isinstance(spec, dict) else None
+      for device in devices if isinstance(devices, list) else []:
+        if not isinstance(device, dict):
+          continue
+        if self.drop_taints:
           device.pop("taints", None)
+          continue
+        # As the real server: "TimeAdded ... Added automatically during
+        # create or update if not set."
+        taints = device.get("taints")
+        for taint in taints if isinstance(taints, list) else []:
+          if isinstance(taint, dict) and not taint.get("timeAdded"):
+            taint["timeAdded"] = datetime.datetime.now(
+                datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     if kind.name == "ResourceClaim":
       kube_claim_rules.apply_claim_defaults(obj)
     return obj
