@@ -1,0 +1,222 @@
+#include "dra/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "util/atomic_file.h"
+
+namespace gdp::dra {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kKind[] = "gpu-device-plugin/dra-checkpoint";
+
+std::string Checksum(const json& body) {
+  uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+  for (unsigned char c : body.dump()) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return absl::StrFormat("fnv1a64:%016x", h);
+}
+
+const char* StrategyName(Sharing::Strategy s) {
+  return s == Sharing::Strategy::kMps ? "MPS" : "TimeSlicing";
+}
+
+constexpr std::pair<Sharing::Interval, const char*> kIntervals[] = {
+    {Sharing::Interval::kDefault, "Default"},
+    {Sharing::Interval::kShort, "Short"},
+    {Sharing::Interval::kMedium, "Medium"},
+    {Sharing::Interval::kLong, "Long"},
+};
+
+json SharingJson(const Sharing& s) {
+  json out = {{"strategy", StrategyName(s.strategy)}};
+  for (const auto& [value, name] : kIntervals) {
+    if (value == s.interval) out["interval"] = name;
+  }
+  if (s.active_thread_percentage.has_value()) {
+    out["activeThreadPercentage"] = *s.active_thread_percentage;
+  }
+  if (s.pinned_memory_limit.has_value()) {
+    out["pinnedMemoryLimit"] = *s.pinned_memory_limit;
+  }
+  if (!s.per_device_pinned_memory_limit.empty()) {
+    out["perDevicePinnedMemoryLimit"] = s.per_device_pinned_memory_limit;
+  }
+  return out;
+}
+
+// Reads a field of `j`, throwing json::exception when it is missing or of
+// another type (caught and reported by ParseCheckpoint).
+template <typename T>
+T Get(const json& j, const char* key) {
+  return j.at(key).get<T>();
+}
+
+Sharing ParseSharing(const json& j) {
+  Sharing s;
+  const std::string strategy = Get<std::string>(j, "strategy");
+  if (strategy == "MPS") {
+    s.strategy = Sharing::Strategy::kMps;
+  } else if (strategy != "TimeSlicing") {
+    throw json::other_error::create(
+        501, absl::StrCat("unknown sharing strategy '", strategy, "'"), &j);
+  }
+  const std::string interval = Get<std::string>(j, "interval");
+  bool known = false;
+  for (const auto& [value, name] : kIntervals) {
+    if (interval == name) {
+      s.interval = value;
+      known = true;
+    }
+  }
+  if (!known) {
+    throw json::other_error::create(
+        501, absl::StrCat("unknown interval '", interval, "'"), &j);
+  }
+  if (j.contains("activeThreadPercentage")) {
+    s.active_thread_percentage = Get<int>(j, "activeThreadPercentage");
+  }
+  if (j.contains("pinnedMemoryLimit")) {
+    s.pinned_memory_limit = Get<uint64_t>(j, "pinnedMemoryLimit");
+  }
+  if (j.contains("perDevicePinnedMemoryLimit")) {
+    s.per_device_pinned_memory_limit =
+        Get<std::map<std::string, uint64_t>>(j, "perDevicePinnedMemoryLimit");
+  }
+  return s;
+}
+
+absl::Status DataLoss(const std::string& path, absl::string_view what) {
+  return absl::DataLossError(absl::StrCat(path, ": ", what));
+}
+
+}  // namespace
+
+std::string SerializeCheckpoint(const Checkpoint& c) {
+  json claims = json::array();
+  for (const auto& [uid, claim] : c.claims) {
+    json devices = json::array();
+    for (const PreparedDevice& d : claim.devices) {
+      devices.push_back({{"requests", d.requests},
+                         {"pool", d.pool},
+                         {"device", d.device},
+                         {"cdiDeviceIDs", d.cdi_ids}});
+    }
+    json sharing = json::object();
+    for (const auto& [device, s] : claim.sharing) {
+      sharing[device] = SharingJson(s);
+    }
+    claims.push_back({{"uid", uid},
+                      {"namespace", claim.ref.ns},
+                      {"name", claim.ref.name},
+                      {"devices", std::move(devices)},
+                      {"sharing", std::move(sharing)}});
+  }
+  json body = {{"kind", kKind},
+               {"version", kCheckpointVersion},
+               {"bootID", c.boot_id},
+               {"claims", std::move(claims)}};
+  body["checksum"] = Checksum(body);
+  return body.dump(2) + "\n";
+}
+
+absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
+                                           const std::string& path) {
+  json body = json::parse(text.begin(), text.end(), nullptr,
+                          /*allow_exceptions=*/false);
+  if (body.is_discarded()) return DataLoss(path, "not valid JSON");
+  if (!body.is_object() || body.value("kind", "") != kKind) {
+    return DataLoss(path, absl::StrCat("not a checkpoint of gpu-device-plugin "
+                                       "(kind is not ",
+                                       kKind, ")"));
+  }
+  if (auto v = body.find("version"); v != body.end() &&
+                                     v->is_number_integer() &&
+                                     v->get<int64_t>() > kCheckpointVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": written in format ", v->get<int64_t>(),
+                     " by a newer gpu-device-plugin; this one reads up to ",
+                     kCheckpointVersion));
+  }
+  auto sum = body.find("checksum");
+  if (sum == body.end() || !sum->is_string()) {
+    return DataLoss(path, "has no checksum");
+  }
+  const std::string expected = sum->get<std::string>();
+  body.erase("checksum");
+  if (Checksum(body) != expected) {
+    return DataLoss(path,
+                    "checksum mismatch (the file was changed or "
+                    "damaged)");
+  }
+  Checkpoint c;
+  try {
+    if (Get<int>(body, "version") < 1) {
+      return DataLoss(path, "version must be at least 1");
+    }
+    c.boot_id = Get<std::string>(body, "bootID");
+    for (const json& claim : body.at("claims")) {
+      PreparedClaim p;
+      const std::string uid = Get<std::string>(claim, "uid");
+      p.ref = {Get<std::string>(claim, "namespace"),
+               Get<std::string>(claim, "name"), uid};
+      for (const json& d : claim.at("devices")) {
+        p.devices.push_back({Get<std::vector<std::string>>(d, "requests"),
+                             Get<std::string>(d, "pool"),
+                             Get<std::string>(d, "device"),
+                             Get<std::vector<std::string>>(d, "cdiDeviceIDs")});
+      }
+      for (const auto& [device, s] : claim.at("sharing").items()) {
+        p.sharing[device] = ParseSharing(s);
+      }
+      if (!c.claims.emplace(uid, std::move(p)).second) {
+        return DataLoss(path, absl::StrCat("claim ", uid, " is listed twice"));
+      }
+    }
+  } catch (const json::exception& e) {
+    return DataLoss(path, absl::StrCat("malformed: ", e.what()));
+  }
+  return c;
+}
+
+absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::ErrnoToStatus(errno,
+                               absl::StrCat("cannot read checkpoint ", path));
+  }
+  std::string text;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      close(fd);
+      return absl::ErrnoToStatus(err,
+                                 absl::StrCat("cannot read checkpoint ", path));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return ParseCheckpoint(text, path);
+}
+
+absl::Status WriteCheckpoint(const std::string& path,
+                             const Checkpoint& checkpoint) {
+  return WriteFileAtomically(path, SerializeCheckpoint(checkpoint), 0600);
+}
+
+}  // namespace gdp::dra

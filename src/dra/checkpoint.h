@@ -1,0 +1,72 @@
+// The DRA side's record of prepared claims, kept on the host so that a
+// plugin restart still knows them (the kubelet does not prepare them again)
+// and a reboot can write their CDI specs again (/var/run/cdi is tmpfs; the
+// kubelet prepares them again from its own checkpoint and expects them).
+// A JSON file of our own format, versioned and checksummed, written
+// atomically.
+#ifndef GDP_DRA_CHECKPOINT_H_
+#define GDP_DRA_CHECKPOINT_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "dra/claim.h"
+
+namespace gdp::dra {
+
+// The format this build writes, and the newest it reads.
+inline constexpr int kCheckpointVersion = 1;
+
+// One device of a prepared claim, as answered to the kubelet.
+struct PreparedDevice {
+  std::vector<std::string> requests;
+  std::string pool;
+  std::string device;
+  std::vector<std::string> cdi_ids;
+  bool operator==(const PreparedDevice&) const = default;
+};
+
+struct PreparedClaim {
+  ClaimRef ref;
+  std::vector<PreparedDevice> devices;
+  // The sharing applied to each device, by device name (to write the CDI
+  // spec again).
+  std::map<std::string, Sharing> sharing;
+  bool operator==(const PreparedClaim&) const = default;
+};
+
+struct Checkpoint {
+  std::string boot_id;  // of the boot the claims were prepared in
+  std::map<std::string, PreparedClaim> claims;  // by claim UID
+  bool operator==(const Checkpoint&) const = default;
+};
+
+// The file's text: {"kind", "version", "bootID", "claims": [...],
+// "checksum"} with a checksum (FNV-1a, 64 bits) over the rest.
+std::string SerializeCheckpoint(const Checkpoint& checkpoint);
+
+// Reads a checkpoint's text; `path` names it in messages.
+// Result on failure: DataLoss "<path>: ..." for text that is not a
+// checkpoint of ours (not JSON, wrong kind, checksum mismatch, a missing
+// or mistyped field: named); FailedPrecondition "<path>: written in format
+// N by a newer gpu-device-plugin; this one reads up to 1" for a newer
+// version.
+absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
+                                           const std::string& path);
+
+// Reads the checkpoint at `path`. Result on failure: NotFound when there
+// is no file; the errno's status naming the path when it cannot be read;
+// else as ParseCheckpoint.
+absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path);
+
+// Writes it atomically (mode 0600; the directory is created if missing).
+// Result on failure: the errno's status naming the path.
+absl::Status WriteCheckpoint(const std::string& path,
+                             const Checkpoint& checkpoint);
+
+}  // namespace gdp::dra
+
+#endif  // GDP_DRA_CHECKPOINT_H_

@@ -1,0 +1,98 @@
+#include "dra/checkpoint.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+
+namespace gdp::dra {
+namespace {
+
+using ::testing::HasSubstr;
+
+Checkpoint Sample() {
+  Checkpoint c;
+  c.boot_id = "boot-1";
+  PreparedClaim p;
+  p.ref = {"ns", "claim", "u-1"};
+  p.devices = {
+      {{"gpu"}, "node-1", "gpu-0", {"k8s.gpu.nvidia.com/claim=u-1-gpu-0"}}};
+  Sharing mps;
+  mps.strategy = Sharing::Strategy::kMps;
+  mps.active_thread_percentage = 30;
+  mps.pinned_memory_limit = 1ull << 30;
+  mps.per_device_pinned_memory_limit["0"] = 2ull << 30;
+  p.sharing["gpu-0"] = mps;
+  c.claims["u-1"] = p;
+  PreparedClaim q;
+  q.ref = {"ns", "other", "u-2"};
+  q.devices = {{{"a", "b"}, "node-1", "gpu-1", {"x"}}};
+  Sharing ts;
+  ts.interval = Sharing::Interval::kMedium;
+  q.sharing["gpu-1"] = ts;
+  c.claims["u-2"] = q;
+  return c;
+}
+
+TEST(CheckpointTest, RoundTrip) {
+  const std::string text = SerializeCheckpoint(Sample());
+  absl::StatusOr<Checkpoint> back = ParseCheckpoint(text, "cp.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, Sample());
+  EXPECT_EQ(SerializeCheckpoint(Checkpoint{}),
+            SerializeCheckpoint(
+                *ParseCheckpoint(SerializeCheckpoint(Checkpoint{}), "x")));
+}
+
+TEST(CheckpointTest, CorruptOrNewerIsAnErrorNamingTheFile) {
+  const std::string good = SerializeCheckpoint(Sample());
+  struct Case {
+    std::string text;
+    absl::StatusCode code;
+    const char* message;
+  } cases[] = {
+      {"", absl::StatusCode::kDataLoss, "cp.json: not valid JSON"},
+      {good.substr(0, good.size() / 2), absl::StatusCode::kDataLoss,
+       "not valid JSON"},
+      {"{}", absl::StatusCode::kDataLoss, "not a checkpoint of gpu-device"},
+      {absl::StrReplaceAll(good, {{"node-1", "node-2"}}),
+       absl::StatusCode::kDataLoss, "checksum mismatch"},
+      {absl::StrReplaceAll(good, {{"\"version\": 1", "\"version\": 7"}}),
+       absl::StatusCode::kFailedPrecondition,
+       "written in format 7 by a newer gpu-device-plugin; this one reads up "
+       "to 1"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<Checkpoint> r = ParseCheckpoint(c.text, "cp.json");
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_EQ(r.status().code(), c.code) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(c.message));
+    EXPECT_THAT(r.status().message(), HasSubstr("cp.json"));
+  }
+}
+
+TEST(CheckpointTest, FileIsWrittenAtomicallyAndPrivately) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    absl::StrCat("gdp-checkpoint-", getpid());
+  std::filesystem::remove_all(dir);
+  const std::string path = (dir / "sub" / "cp.json").string();
+  EXPECT_TRUE(absl::IsNotFound(ReadCheckpoint(path).status()));
+  ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  absl::StatusOr<Checkpoint> back = ReadCheckpoint(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, Sample());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace gdp::dra

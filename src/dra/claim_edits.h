@@ -1,0 +1,66 @@
+// What a prepared claim gives its containers, decided from the claim's
+// devices and configuration: which configuration applies to which device
+// (NVIDIA's precedence rules), and the CDI devices of the claim's spec
+// (device nodes, and MPS settings when asked for). Pure.
+#ifndef GDP_DRA_CLAIM_EDITS_H_
+#define GDP_DRA_CLAIM_EDITS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cdi/spec.h"
+#include "device/device.h"
+#include "dra/claim.h"
+
+namespace gdp::dra {
+
+// The CDI kind of claim specs and how its devices and files are named, as
+// NVIDIA's driver names them: device "<claim UID>-<device name>", file
+// "k8s.gpu.nvidia.com-claim_<claim UID>.json".
+inline constexpr char kClaimCdiKind[] = "k8s.gpu.nvidia.com/claim";
+std::string ClaimCdiDeviceName(const std::string& claim_uid,
+                               const std::string& device);
+std::string ClaimCdiId(const std::string& claim_uid, const std::string& device);
+std::string ClaimSpecFileName(const std::string& claim_uid);
+
+// The sharing configuration for `result` (a result of our driver, on
+// `device`, a MIG device when mig_gi >= 0): the last of `configs` whose
+// requests name the result's request (or its parent request, for
+// "<request>/<subrequest>"), else the last one naming no request whose
+// kind matches the device; NVIDIA's default (time-slicing, Default
+// interval) when none does.
+// Result on failure: InvalidArgument when the config naming the request is
+// of the other kind ("cannot apply GpuConfig to device gpu-0-mig-... of
+// type mig (request: gpu)").
+absl::StatusOr<Sharing> SharingFor(const std::vector<DeviceConfig>& configs,
+                                   const AllocatedDevice& result,
+                                   const Device& device);
+
+// One device of a claim: its name (DRA), our model of it, its sharing.
+struct ClaimDevice {
+  std::string name;
+  Device device;
+  Sharing sharing;
+};
+
+// The CDI devices of a claim's spec, one per device: named
+// ClaimCdiDeviceName(uid, name), with the device's nodes. MPS sharing adds
+// CUDA_MPS_PIPE_DIRECTORY=/mps/<driver>/pipe with the mounts
+// <mps_root>/<driver>/pipe -> /mps/<driver>/pipe and <mps_root>/shm ->
+// /dev/shm (the host's MPS control daemon, as the device plugin's MPS),
+// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE from defaultActiveThreadPercentage and
+// CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "<ordinal>=<MiB>M,..." (ordinals of the
+// claim's MPS devices by GPU index, limits from the per-device map by GPU
+// index or UUID, else the default), the same on each MPS device.
+// Result on failure: FailedPrecondition for MPS without `mps_root`, or a
+// time-slice interval other than Default (this driver does not change a
+// GPU's time slice), naming the device.
+absl::StatusOr<std::vector<cdi::CdiDevice>> ClaimCdiDevices(
+    const std::string& claim_uid, const std::vector<ClaimDevice>& devices,
+    const std::string& driver_name, const std::string& mps_root);
+
+}  // namespace gdp::dra
+
+#endif  // GDP_DRA_CLAIM_EDITS_H_

@@ -1,0 +1,278 @@
+// Claims: reading them (claim_json.h) and what they give containers
+// (claim_edits.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "dra/claim_edits.h"
+#include "dra/claim_json.h"
+
+namespace gdp::dra {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using json = nlohmann::json;
+
+json Claim() {
+  return json::parse(R"({
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    "metadata": {"namespace": "ns", "name": "c", "uid": "u-1"},
+    "spec": {"devices": {"requests": [{"name": "gpu"}]}},
+    "status": {"allocation": {"devices": {
+      "results": [
+        {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node-1",
+         "device": "gpu-0"},
+        {"request": "nic", "driver": "net.example.com", "pool": "node-1",
+         "device": "eth0", "adminAccess": false}
+      ],
+      "config": [
+        {"source": "FromClaim", "requests": ["gpu"], "opaque": {
+          "driver": "gpu.nvidia.com", "parameters": {
+            "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+            "sharing": {"strategy": "MPS", "mpsConfig": {
+              "defaultActiveThreadPercentage": 50,
+              "defaultPinnedDeviceMemoryLimit": "10Gi",
+              "defaultPerDevicePinnedMemoryLimit": {"0": "5Gi"}}}}}},
+        {"source": "FromClass", "opaque": {
+          "driver": "gpu.nvidia.com", "parameters": {
+            "apiVersion": "resource.nvidia.com/v1beta1",
+            "kind": "MigDeviceConfig"}}},
+        {"source": "FromClaim", "opaque": {
+          "driver": "net.example.com", "parameters": {"anything": 1}}}
+      ]
+    }}}
+  })");
+}
+
+TEST(ParseClaimTest, ResultsAndOurConfigsInOrder) {
+  absl::StatusOr<AllocatedClaim> c = ParseClaim(Claim(), "gpu.nvidia.com");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ref, (ClaimRef{"ns", "c", "u-1"}));
+  ASSERT_EQ(c->results.size(), 2u);
+  EXPECT_EQ(c->results[0],
+            (AllocatedDevice{"gpu", "gpu.nvidia.com", "node-1", "gpu-0"}));
+  ASSERT_EQ(c->configs.size(), 2u);
+  // The class's first, then the claim's.
+  EXPECT_EQ(c->configs[0].kind, DeviceConfig::Kind::kMig);
+  EXPECT_FALSE(c->configs[0].from_claim);
+  EXPECT_EQ(c->configs[0].sharing, Sharing{});
+  const DeviceConfig& g = c->configs[1];
+  EXPECT_EQ(g.kind, DeviceConfig::Kind::kGpu);
+  EXPECT_TRUE(g.from_claim);
+  EXPECT_THAT(g.requests, ElementsAre("gpu"));
+  EXPECT_EQ(g.sharing.strategy, Sharing::Strategy::kMps);
+  EXPECT_EQ(g.sharing.active_thread_percentage, 50);
+  EXPECT_EQ(g.sharing.pinned_memory_limit, 10ull << 30);
+  EXPECT_EQ(g.sharing.per_device_pinned_memory_limit.at("0"), 5ull << 30);
+}
+
+TEST(ParseClaimTest, NotAllocatedOrMalformed) {
+  json c = Claim();
+  c["status"].erase("allocation");
+  absl::StatusOr<AllocatedClaim> r = ParseClaim(c, "gpu.nvidia.com");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(), HasSubstr("ns/c is not allocated"));
+  c = Claim();
+  c["metadata"].erase("uid");
+  EXPECT_THAT(ParseClaim(c, "gpu.nvidia.com").status().message(),
+              HasSubstr("metadata.uid"));
+  c = Claim();
+  c["status"]["allocation"]["devices"]["results"][0].erase("device");
+  EXPECT_THAT(ParseClaim(c, "gpu.nvidia.com").status().message(),
+              HasSubstr("status.allocation.devices.results[0].device"));
+  c = Claim();
+  c["status"]["allocation"]["devices"]["config"][0]["source"] = "FromNowhere";
+  EXPECT_THAT(ParseClaim(c, "gpu.nvidia.com").status().message(),
+              HasSubstr("invalid config source 'FromNowhere'"));
+  // Other drivers' configs are not ours to judge.
+  absl::StatusOr<AllocatedClaim> other = ParseClaim(Claim(), "x.example.com");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_THAT(other->configs, IsEmpty());
+}
+
+TEST(ParseDeviceConfigTest, RefusedWithTheField) {
+  struct Case {
+    const char* parameters;
+    const char* message;
+  } cases[] = {
+      {R"({"kind": "GpuConfig"})", "p.apiVersion: is required"},
+      {R"({"apiVersion": "resource.nvidia.com/v1", "kind": "GpuConfig"})",
+       "p.apiVersion: unknown version 'resource.nvidia.com/v1'"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "Gpu"})",
+       "p.kind: unknown kind 'Gpu'"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1",
+           "kind": "VfioDeviceConfig"})",
+       "p.kind: VfioDeviceConfig (GPU passthrough) is not supported"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "shareing": {}})",
+       "p.shareing: unknown field"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "sharing": {}})",
+       "p.sharing.strategy: no sharing strategy set"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "sharing": {"strategy": "Spatial"}})",
+       "p.sharing.strategy: unknown GPU sharing strategy 'Spatial'"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "sharing": {"strategy": "TimeSlicing",
+                       "timeSlicingConfig": {"interval": "Forever"}}})",
+       "p.sharing.timeSlicingConfig.interval: unknown time-slice interval "
+       "'Forever'"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "sharing": {"strategy": "TimeSlicing", "mpsConfig": {}}})",
+       "p.sharing.mpsConfig: cannot use MpsConfig with the 'TimeSlicing'"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "sharing": {"strategy": "MPS", "timeSlicingConfig": {}}})",
+       "p.sharing.timeSlicingConfig: cannot use TimeSlicingConfig with the "
+       "'MPS'"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1",
+           "kind": "MigDeviceConfig",
+           "sharing": {"strategy": "TimeSlicing", "timeSlicingConfig": {}}})",
+       "p.sharing.timeSlicingConfig: unknown field"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "sharing": {"strategy": "MPS",
+             "mpsConfig": {"defaultActiveThreadPercentage": 101}}})",
+       "must not be greater than 100"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "sharing": {"strategy": "MPS",
+             "mpsConfig": {"defaultActiveThreadPercentage": -1}}})",
+       "must not be negative"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "sharing": {"strategy": "MPS",
+             "mpsConfig": {"defaultPinnedDeviceMemoryLimit": "lots"}}})",
+       "p.sharing.mpsConfig.defaultPinnedDeviceMemoryLimit: 'lots' is not"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "sharing": {"strategy": "MPS",
+             "mpsConfig": {"defaultPerDevicePinnedMemoryLimit": {"0": true}}}})",
+       "defaultPerDevicePinnedMemoryLimit[\"0\"]: must be a string"},
+      {R"({"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+           "sharing": {"strategy": 3}})",
+       "p.sharing.strategy: must be a string, not an integer"},
+      {R"([1])", "p: must be an object"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.parameters);
+    absl::StatusOr<DeviceConfig> r =
+        ParseDeviceConfig(json::parse(c.parameters), "p");
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(r.status().message(), HasSubstr(c.message));
+  }
+  absl::StatusOr<DeviceConfig> ok = ParseDeviceConfig(
+      json::parse(R"({"apiVersion": "resource.nvidia.com/v1beta1",
+        "kind": "GpuConfig", "sharing": {"strategy": "TimeSlicing",
+        "timeSlicingConfig": {"interval": "Long"}}})"),
+      "p");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->sharing.interval, Sharing::Interval::kLong);
+}
+
+Device GpuDevice() {
+  Device d;
+  d.id = "gpu-0";
+  d.visible_id = "GPU-a";
+  d.gpu_uuid = "GPU-a";
+  d.device_nodes = {"/dev/nvidia0"};
+  return d;
+}
+
+Device MigDevice() {
+  Device d = GpuDevice();
+  d.id = "gpu-0-mig-1g10gb-19-0";
+  d.visible_id = "MIG-a";
+  d.mig_gi = 9;
+  d.mig_ci = 0;
+  d.device_nodes = {"/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap1"};
+  return d;
+}
+
+DeviceConfig Config(DeviceConfig::Kind kind, std::vector<std::string> requests,
+                    Sharing::Strategy strategy) {
+  DeviceConfig c;
+  c.kind = kind;
+  c.requests = std::move(requests);
+  c.sharing.strategy = strategy;
+  return c;
+}
+
+TEST(SharingForTest, NvidiasPrecedence) {
+  using K = DeviceConfig::Kind;
+  using S = Sharing::Strategy;
+  const AllocatedDevice gpu{"gpu", "d", "p", "gpu-0"};
+  const AllocatedDevice sub{"gpu/a100", "d", "p", "gpu-0"};
+  // No config: NVIDIA's default.
+  EXPECT_EQ(SharingFor({}, gpu, GpuDevice()).value(), Sharing{});
+  // The last naming the request wins over any without requests.
+  std::vector<DeviceConfig> configs = {Config(K::kGpu, {"gpu"}, S::kMps),
+                                       Config(K::kGpu, {}, S::kTimeSlicing)};
+  EXPECT_EQ(SharingFor(configs, gpu, GpuDevice())->strategy, S::kMps);
+  EXPECT_EQ(SharingFor(configs, sub, GpuDevice())->strategy, S::kMps);
+  EXPECT_EQ(
+      SharingFor(configs, {"other", "d", "p", "gpu-0"}, GpuDevice())->strategy,
+      S::kTimeSlicing);
+  // Without requests, only a config of the device's kind applies.
+  configs = {Config(K::kMig, {}, S::kMps)};
+  EXPECT_EQ(SharingFor(configs, gpu, GpuDevice())->strategy, S::kTimeSlicing);
+  EXPECT_EQ(SharingFor(configs, gpu, MigDevice())->strategy, S::kMps);
+  // Naming the request with the wrong kind is an error.
+  configs = {Config(K::kGpu, {"gpu"}, S::kMps)};
+  absl::StatusOr<Sharing> bad = SharingFor(configs, gpu, MigDevice());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("cannot apply GpuConfig to device gpu-0 of type mig "
+                        "(request: gpu)"));
+}
+
+TEST(ClaimCdiDevicesTest, NamesNodesAndMps) {
+  EXPECT_EQ(ClaimCdiId("u-1", "gpu-0"), "k8s.gpu.nvidia.com/claim=u-1-gpu-0");
+  EXPECT_EQ(ClaimSpecFileName("u-1"), "k8s.gpu.nvidia.com-claim_u-1.json");
+  std::vector<ClaimDevice> devices = {{"gpu-0", GpuDevice(), Sharing{}},
+                                      {MigDevice().id, MigDevice(), Sharing{}}};
+  absl::StatusOr<std::vector<cdi::CdiDevice>> out =
+      ClaimCdiDevices("u-1", devices, "gpu.nvidia.com", "");
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 2u);
+  EXPECT_EQ((*out)[0].name, "u-1-gpu-0");
+  EXPECT_THAT((*out)[0].device_nodes, ElementsAre("/dev/nvidia0"));
+  EXPECT_THAT((*out)[0].env, IsEmpty());
+  EXPECT_THAT((*out)[1].device_nodes,
+              ElementsAre("/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap1"));
+
+  Sharing mps;
+  mps.strategy = Sharing::Strategy::kMps;
+  mps.active_thread_percentage = 25;
+  mps.pinned_memory_limit = 4ull << 30;
+  Device second = GpuDevice();
+  second.id = "gpu-1";
+  second.gpu_index = 1;
+  second.gpu_uuid = second.visible_id = "GPU-b";
+  mps.per_device_pinned_memory_limit["GPU-b"] = 1ull << 30;
+  devices = {{"gpu-1", second, mps}, {"gpu-0", GpuDevice(), mps}};
+  EXPECT_EQ(
+      ClaimCdiDevices("u-1", devices, "gpu.nvidia.com", "").status().code(),
+      absl::StatusCode::kFailedPrecondition);
+  out = ClaimCdiDevices("u-1", devices, "gpu.nvidia.com", "/run/mps");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].env,
+              ElementsAre("CUDA_MPS_PIPE_DIRECTORY=/mps/gpu.nvidia.com/pipe",
+                          "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25",
+                          "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M,1=1024M"));
+  EXPECT_EQ((*out)[1].env, (*out)[0].env);
+  ASSERT_EQ((*out)[0].mounts.size(), 2u);
+  EXPECT_EQ((*out)[0].mounts[0].host_path, "/run/mps/gpu.nvidia.com/pipe");
+  EXPECT_EQ((*out)[0].mounts[0].container_path, "/mps/gpu.nvidia.com/pipe");
+  EXPECT_EQ((*out)[0].mounts[1].host_path, "/run/mps/shm");
+  EXPECT_EQ((*out)[0].mounts[1].container_path, "/dev/shm");
+
+  Sharing slow;
+  slow.interval = Sharing::Interval::kLong;
+  absl::StatusOr<std::vector<cdi::CdiDevice>> refused = ClaimCdiDevices(
+      "u-1", {{"gpu-0", GpuDevice(), slow}}, "gpu.nvidia.com", "/run/mps");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("interval Long"));
+}
+
+}  // namespace
+}  // namespace gdp::dra

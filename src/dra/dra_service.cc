@@ -1,0 +1,306 @@
+#include "dra/dra_service.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "dra/dra_metrics.h"
+#include "dra/v1/api.grpc.pb.h"
+#include "dra/v1beta1/api.grpc.pb.h"
+#include "drahealth/v1alpha1/api.grpc.pb.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
+#include "rpc/device_stream.h"
+#include "util/logging.h"
+
+namespace gdp::dra {
+namespace {
+
+namespace dra_v1 = k8s::io::kubelet::pkg::apis::dra::v1;
+namespace dra_v1beta1 = k8s::io::kubelet::pkg::apis::dra::v1beta1;
+
+// The kubelet's limit on a health message.
+constexpr size_t kMaxHealthMessage = 1024;
+
+// The types of one version of the DRAPlugin service.
+template <typename NS>
+struct Api;
+template <>
+struct Api<dra_v1::DRAPlugin> {
+  using Service = dra_v1::DRAPlugin::CallbackService;
+  using PrepareRequest = dra_v1::NodePrepareResourcesRequest;
+  using PrepareResponse = dra_v1::NodePrepareResourcesResponse;
+  using UnprepareRequest = dra_v1::NodeUnprepareResourcesRequest;
+  using UnprepareResponse = dra_v1::NodeUnprepareResourcesResponse;
+  static constexpr const char* kName = "v1";
+};
+template <>
+struct Api<dra_v1beta1::DRAPlugin> {
+  using Service = dra_v1beta1::DRAPlugin::CallbackService;
+  using PrepareRequest = dra_v1beta1::NodePrepareResourcesRequest;
+  using PrepareResponse = dra_v1beta1::NodePrepareResourcesResponse;
+  using UnprepareRequest = dra_v1beta1::NodeUnprepareResourcesRequest;
+  using UnprepareResponse = dra_v1beta1::NodeUnprepareResourcesResponse;
+  static constexpr const char* kName = "v1beta1";
+};
+
+// At most `max` bytes of `s`, not cutting a UTF-8 sequence (protobuf
+// strings must be valid UTF-8).
+std::string Utf8Prefix(const std::string& s, size_t max) {
+  if (s.size() <= max) return s;
+  size_t n = max;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+template <typename Claims>
+std::vector<ClaimRef> Refs(const Claims& claims) {
+  std::vector<ClaimRef> out;
+  out.reserve(claims.size());
+  for (const auto& c : claims)
+    out.push_back({c.namespace_(), c.name(), c.uid()});
+  return out;
+}
+
+void Count(const char* method, bool ok) {
+  DraMetrics::Get().claims.With({method, ok ? "ok" : "failed"}).Increment();
+}
+
+// DRAPlugin of one version: both calls run on the work queue.
+template <typename Version>
+class DraPluginService final : public Api<Version>::Service {
+  using A = Api<Version>;
+
+ public:
+  DraPluginService(Preparer& preparer, WorkQueue& work)
+      : preparer_(preparer), work_(work) {}
+
+  grpc::ServerUnaryReactor* NodePrepareResources(
+      grpc::CallbackServerContext* ctx, const typename A::PrepareRequest* req,
+      typename A::PrepareResponse* resp) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    std::vector<ClaimRef> claims = Refs(req->claims());
+    const auto start = std::chrono::steady_clock::now();
+    work_.Post([this, reactor, resp, claims = std::move(claims), start] {
+      VLOG(1, "NodePrepareResources ({}): {} claim(s)", A::kName,
+           claims.size());
+      for (auto& [uid, r] : preparer_.Prepare(claims)) {
+        auto& out = (*resp->mutable_claims())[uid];
+        Count("prepare", r.error.empty());
+        if (!r.error.empty()) {
+          out.set_error(r.error);
+          continue;
+        }
+        for (const PreparedDevice& d : r.devices) {
+          auto* w = out.add_devices();
+          for (const std::string& request : d.requests) {
+            w->add_request_names(request);
+          }
+          w->set_pool_name(d.pool);
+          w->set_device_name(d.device);
+          for (const std::string& id : d.cdi_ids) w->add_cdi_device_ids(id);
+        }
+      }
+      DraMetrics::Get().duration.With({"prepare"}).ObserveSince(start);
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* NodeUnprepareResources(
+      grpc::CallbackServerContext* ctx, const typename A::UnprepareRequest* req,
+      typename A::UnprepareResponse* resp) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    std::vector<ClaimRef> claims = Refs(req->claims());
+    const auto start = std::chrono::steady_clock::now();
+    work_.Post([this, reactor, resp, claims = std::move(claims), start] {
+      VLOG(1, "NodeUnprepareResources ({}): {} claim(s)", A::kName,
+           claims.size());
+      for (auto& [uid, error] : preparer_.Unprepare(claims)) {
+        Count("unprepare", error.empty());
+        (*resp->mutable_claims())[uid].set_error(error);
+      }
+      DraMetrics::Get().duration.With({"unprepare"}).ObserveSince(start);
+      reactor->Finish(grpc::Status::OK);
+    });
+    return reactor;
+  }
+
+ private:
+  Preparer& preparer_;
+  WorkQueue& work_;
+};
+
+class HealthService final
+    : public v1alpha1::DRAResourceHealth::CallbackService {
+ public:
+  HealthService(DeviceSet& devices, std::string pool, HealthStreams& streams)
+      : devices_(devices), pool_(std::move(pool)), streams_(streams) {}
+
+  grpc::ServerWriteReactor<v1alpha1::NodeWatchResourcesResponse>*
+  NodeWatchResources(grpc::CallbackServerContext*,
+                     const v1alpha1::NodeWatchResourcesRequest*) override {
+    VLOG(1, "NodeWatchResources stream opened");
+    using Stream = DeviceStream<v1alpha1::NodeWatchResourcesResponse>;
+    auto token = std::make_shared<uint64_t>(0);
+    auto* stream = new Stream(
+        devices_,
+        [pool = pool_](const DeviceList& list,
+                       v1alpha1::NodeWatchResourcesResponse* out) {
+          const int64_t now = absl::ToUnixSeconds(absl::Now());
+          for (const Device& d : list.devices) {
+            v1alpha1::DeviceHealth* h = out->add_devices();
+            h->mutable_device()->set_pool_name(pool);
+            h->mutable_device()->set_device_name(d.id);
+            h->set_health(d.health == Health::kHealthy ? v1alpha1::HEALTHY
+                                                       : v1alpha1::UNHEALTHY);
+            h->set_last_updated_time(now);
+            h->set_message(Utf8Prefix(d.unhealthy_reason, kMaxHealthMessage));
+          }
+        },
+        [this, token] {
+          streams_.Remove(*token);
+          VLOG(1, "NodeWatchResources stream closed");
+        });
+    *token = streams_.Add([stream] { stream->Refresh(); });
+    return stream;
+  }
+
+ private:
+  DeviceSet& devices_;
+  const std::string pool_;
+  HealthStreams& streams_;
+};
+
+class RegistrationService final
+    : public pluginregistration::Registration::CallbackService {
+ public:
+  RegistrationService(RegistrationInfo info, RegistrationState& state)
+      : info_(std::move(info)), state_(state) {}
+
+  grpc::ServerUnaryReactor* GetInfo(
+      grpc::CallbackServerContext* ctx, const pluginregistration::InfoRequest*,
+      pluginregistration::PluginInfo* resp) override {
+    resp->set_type("DRAPlugin");
+    resp->set_name(info_.driver_name);
+    resp->set_endpoint(info_.endpoint);
+    for (const std::string& v : info_.versions) resp->add_supported_versions(v);
+    state_.InfoAsked();
+    VLOG(1, "GetInfo: the kubelet asked for our plugin info");
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+  grpc::ServerUnaryReactor* NotifyRegistrationStatus(
+      grpc::CallbackServerContext* ctx,
+      const pluginregistration::RegistrationStatus* req,
+      pluginregistration::RegistrationStatusResponse*) override {
+    state_.Notified(req->plugin_registered(), req->error());
+    DraMetrics::Get()
+        .registrations.With({req->plugin_registered() ? "ok" : "failed"})
+        .Increment();
+    if (req->plugin_registered()) {
+      LOG_INFO("Registered DRA driver {} with the kubelet (endpoint {})",
+               info_.driver_name, info_.endpoint);
+    } else {
+      LOG_ERROR("The kubelet refused DRA driver {}: {}", info_.driver_name,
+                req->error());
+    }
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+
+ private:
+  const RegistrationInfo info_;
+  RegistrationState& state_;
+};
+
+}  // namespace
+
+void RegistrationState::InfoAsked() {
+  absl::MutexLock lock(&mu_);
+  // A new round: the kubelet (re)started or found our socket anew.
+  registered_ = false;
+}
+
+void RegistrationState::Notified(bool registered, const std::string& error) {
+  absl::MutexLock lock(&mu_);
+  registered_ = registered;
+  if (registered) {
+    ++registrations_;
+    error_.clear();
+  } else {
+    error_ = error;
+  }
+}
+
+void RegistrationState::Reset() {
+  absl::MutexLock lock(&mu_);
+  registered_ = false;
+}
+
+bool RegistrationState::registered() const {
+  absl::MutexLock lock(&mu_);
+  return registered_;
+}
+
+int RegistrationState::registrations() const {
+  absl::MutexLock lock(&mu_);
+  return registrations_;
+}
+
+std::string RegistrationState::last_error() const {
+  absl::MutexLock lock(&mu_);
+  return error_;
+}
+
+void HealthStreams::SetOnOpen(std::function<void()> on_open) {
+  absl::MutexLock lock(&mu_);
+  on_open_ = std::move(on_open);
+}
+
+uint64_t HealthStreams::Add(std::function<void()> refresh) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t token = next_++;
+  streams_.emplace(token, std::move(refresh));
+  if (on_open_) on_open_();
+  return token;
+}
+
+void HealthStreams::Remove(uint64_t token) {
+  absl::MutexLock lock(&mu_);
+  streams_.erase(token);
+}
+
+size_t HealthStreams::RefreshAll() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [token, refresh] : streams_) refresh();
+  return streams_.size();
+}
+
+size_t HealthStreams::open() const {
+  absl::MutexLock lock(&mu_);
+  return streams_.size();
+}
+
+ServiceList RegistrationServices(const RegistrationInfo& info,
+                                 RegistrationState& state) {
+  ServiceList out;
+  out.push_back(std::make_unique<RegistrationService>(info, state));
+  return out;
+}
+
+ServiceList EndpointServices(Preparer& preparer, DeviceSet& devices,
+                             const std::string& pool, HealthStreams& streams,
+                             WorkQueue& work) {
+  ServiceList out;
+  out.push_back(
+      std::make_unique<DraPluginService<dra_v1::DRAPlugin>>(preparer, work));
+  out.push_back(std::make_unique<DraPluginService<dra_v1beta1::DRAPlugin>>(
+      preparer, work));
+  out.push_back(std::make_unique<HealthService>(devices, pool, streams));
+  return out;
+}
+
+}  // namespace gdp::dra

@@ -1,0 +1,238 @@
+#include "dra/inventory.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "util/logging.h"
+
+namespace gdp::dra {
+namespace {
+
+constexpr char kStandardPrefix[] = "resource.kubernetes.io/";
+
+// NVIDIA's profile part of a MIG device name: dots dropped, lower case,
+// anything outside [a-z0-9-] made '-', no '-' at either end.
+std::string ProfilePart(const std::string& profile) {
+  std::string out;
+  for (char c : absl::AsciiStrToLower(profile)) {
+    if (c == '.') continue;
+    out.push_back(absl::ascii_isalnum(c) || c == '-' ? c : '-');
+  }
+  const size_t first = out.find_first_not_of('-');
+  if (first == std::string::npos) return "";
+  return out.substr(first, out.find_last_not_of('-') - first + 1);
+}
+
+// Attributes a GPU and its MIG devices share (NVIDIA copies the parent's).
+void AddCommon(const GpuInfo& g, const NodeGpus& node,
+               std::map<std::string, AttributeValue>* a) {
+  (*a)["productName"] = AttributeValue::String(g.name);
+  (*a)["brand"] = AttributeValue::String(g.brand);
+  (*a)["architecture"] = AttributeValue::String(g.architecture);
+  const std::pair<const char*, std::string> versions[] = {
+      {"cudaComputeCapability", absl::StrCat(g.cc_major, ".", g.cc_minor)},
+      {"driverVersion", node.driver_version},
+      {"cudaDriverVersion", absl::StrCat(node.cuda_driver_version / 1000, ".",
+                                         node.cuda_driver_version % 1000 / 10)},
+  };
+  for (const auto& [name, text] : versions) {
+    absl::StatusOr<std::string> v = SemanticVersion(text);
+    if (!v.ok()) {
+      LOG_WARN("GPU {}: not publishing {}: {}", g.index, name,
+               v.status().message());
+      continue;
+    }
+    (*a)[name] = AttributeValue::Version(*std::move(v));
+  }
+  (*a)[absl::StrCat(kStandardPrefix, "pciBusID")] =
+      AttributeValue::String(g.pci_bus_id);
+  if (!g.pcie_root.empty()) {
+    (*a)[absl::StrCat(kStandardPrefix, "pcieRoot")] =
+        AttributeValue::String(g.pcie_root);
+  }
+  if (g.numa_node >= 0) {
+    (*a)[absl::StrCat(kStandardPrefix, "numaNode")] =
+        AttributeValue::Int(g.numa_node);
+  }
+}
+
+// The NVLink domain of each GPU of the topology, by UUID: connected
+// components of the NVLink graph over usable GPUs, named by their member
+// with the lowest position (discovery orders GPUs by index). GPUs without
+// NVLink are in no domain.
+std::map<std::string, std::string> NvLinkDomains(const NodeTopology& nt) {
+  const Topology& t = nt.topology();
+  const int n = t.num_gpus();
+  std::vector<int> component(n, -1);
+  std::map<std::string, std::string> out;
+  for (int start = 0; start < n; ++start) {
+    if (component[start] >= 0 || !t.Usable(start)) continue;
+    std::vector<int> members = {start};
+    component[start] = start;
+    for (size_t k = 0; k < members.size(); ++k) {
+      for (int b = 0; b < n; ++b) {
+        if (component[b] >= 0 || !t.Usable(b) || b == members[k]) continue;
+        if (t.NvLinked(members[k], b)) {
+          component[b] = start;
+          members.push_back(b);
+        }
+      }
+    }
+    if (members.size() < 2) continue;
+    for (int m : members) out[nt.gpu_uuids()[m]] = nt.gpu_uuids()[start];
+  }
+  return out;
+}
+
+}  // namespace
+
+AttributeValue AttributeValue::Int(int64_t v) {
+  AttributeValue a;
+  a.kind = Kind::kInt;
+  a.int_value = v;
+  return a;
+}
+
+AttributeValue AttributeValue::Bool(bool v) {
+  AttributeValue a;
+  a.kind = Kind::kBool;
+  a.bool_value = v;
+  return a;
+}
+
+AttributeValue AttributeValue::String(std::string v) {
+  AttributeValue a;
+  a.kind = Kind::kString;
+  a.text = std::move(v);
+  return a;
+}
+
+AttributeValue AttributeValue::Version(std::string v) {
+  AttributeValue a;
+  a.kind = Kind::kVersion;
+  a.text = std::move(v);
+  return a;
+}
+
+std::string GpuDeviceName(const GpuInfo& gpu) {
+  return absl::StrCat("gpu-", gpu.minor);
+}
+
+std::string MigDeviceName(const GpuInfo& gpu, const MigInfo& mig) {
+  std::string name =
+      absl::StrCat("gpu-", gpu.minor, "-mig-", ProfilePart(mig.profile), "-",
+                   mig.gi_profile_id, "-", mig.placement_start);
+  if (mig.ci_slices < mig.gi_slices) absl::StrAppend(&name, "-ci", mig.ci);
+  return name;
+}
+
+absl::StatusOr<std::string> SemanticVersion(const std::string& version) {
+  std::vector<std::string> parts = absl::StrSplit(version, '.');
+  if (parts.size() > 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", version, "' has more than three parts"));
+  }
+  std::vector<std::string> out;
+  for (const std::string& p : parts) {
+    uint64_t n = 0;
+    if (p.empty() || p.size() > 19 ||
+        p.find_first_not_of("0123456789") != std::string::npos ||
+        !absl::SimpleAtoi(p, &n)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", version, "' is not a dotted version number"));
+    }
+    out.push_back(absl::StrCat(n));
+  }
+  while (out.size() < 3) out.push_back("0");
+  return absl::StrJoin(out, ".");
+}
+
+absl::StatusOr<std::vector<DraDevice>> BuildInventory(
+    const NodeGpus& node, const NodeTopology* topology, const MigCaps* mig_caps,
+    const InventoryOptions& options) {
+  const std::map<std::string, std::string> domains =
+      topology != nullptr ? NvLinkDomains(*topology)
+                          : std::map<std::string, std::string>();
+  std::vector<DraDevice> out;
+  for (const GpuInfo& g : node.gpus) {
+    const std::string gpu_node = absl::StrCat("/dev/nvidia", g.minor);
+    if (!g.mig_enabled) {
+      DraDevice d;
+      d.name = GpuDeviceName(g);
+      d.attributes["type"] = AttributeValue::String("gpu");
+      d.attributes["uuid"] = AttributeValue::String(g.uuid);
+      AddCommon(g, node, &d.attributes);
+      if (auto it = domains.find(g.uuid); it != domains.end()) {
+        d.attributes[absl::StrCat(options.driver_name, "/nvlinkDomain")] =
+            AttributeValue::String(it->second);
+      }
+      d.capacity["memory"] = g.memory_bytes;
+      d.device.id = d.name;
+      d.device.visible_id = g.uuid;
+      d.device.device_nodes = {gpu_node};
+      d.device.numa_node = g.numa_node;
+      d.device.gpu_index = g.index;
+      d.device.gpu_uuid = g.uuid;
+      d.device.memory_bytes = g.memory_bytes;
+      out.push_back(std::move(d));
+      continue;
+    }
+    if (g.migs.empty()) {
+      LOG_WARN(
+          "GPU {} ({}) has MIG enabled but no MIG devices: DRA publishes "
+          "nothing for it",
+          g.index, g.uuid);
+    }
+    for (const MigInfo& m : g.migs) {
+      if (mig_caps == nullptr) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "MIG device ", m.uuid, ": MIG capability minors were not read"));
+      }
+      DraDevice d;
+      d.name = MigDeviceName(g, m);
+      d.attributes["type"] = AttributeValue::String("mig");
+      d.attributes["uuid"] = AttributeValue::String(m.uuid);
+      d.attributes["parentUUID"] = AttributeValue::String(g.uuid);
+      d.attributes["profile"] = AttributeValue::String(m.profile);
+      AddCommon(g, node, &d.attributes);
+      d.capacity["memory"] = m.memory_bytes;
+      d.capacity["multiprocessors"] = m.multiprocessors;
+      d.capacity["copyEngines"] = m.copy_engines;
+      d.capacity["decoders"] = m.decoders;
+      d.capacity["encoders"] = m.encoders;
+      d.capacity["jpegEngines"] = m.jpegs;
+      d.capacity["ofaEngines"] = m.ofas;
+      for (unsigned s = m.placement_start;
+           s < m.placement_start + m.placement_size; ++s) {
+        d.capacity[absl::StrCat("memorySlice", s)] = 1;
+      }
+      d.device.id = d.name;
+      d.device.visible_id = m.uuid;
+      d.device.device_nodes = {gpu_node};
+      for (absl::StatusOr<unsigned> cap :
+           {mig_caps->GpuInstanceMinor(g.minor, m.gi),
+            mig_caps->ComputeInstanceMinor(g.minor, m.gi, m.ci)}) {
+        if (!cap.ok()) {
+          return absl::Status(cap.status().code(),
+                              absl::StrCat("MIG device ", m.uuid, ": ",
+                                           cap.status().message()));
+        }
+        d.device.device_nodes.push_back(MigCaps::DevicePath(*cap));
+      }
+      d.device.numa_node = g.numa_node;
+      d.device.gpu_index = g.index;
+      d.device.gpu_uuid = g.uuid;
+      d.device.mig_gi = static_cast<int>(m.gi);
+      d.device.mig_ci = static_cast<int>(m.ci);
+      d.device.memory_bytes = m.memory_bytes;
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
+}  // namespace gdp::dra

@@ -1,0 +1,97 @@
+// The devices the DRA side publishes, in our own terms: each GPU (or, on a
+// MIG-enabled GPU, each MIG device) with the name, attributes and capacity
+// NVIDIA's DRA driver (gpu.nvidia.com) gives it, plus our topology
+// attributes, and the Device of our model it is (device nodes, health).
+// Pure: built from discovery and the topology; no NVML, no Kubernetes
+// types (the JSON of a ResourceSlice is made in slice_json.h).
+#ifndef GDP_DRA_INVENTORY_H_
+#define GDP_DRA_INVENTORY_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "device/device.h"
+#include "device/gpu.h"
+#include "device/mig_caps.h"
+#include "topology/node_topology.h"
+
+namespace gdp::dra {
+
+// A device attribute's value: exactly one kind, as resource.k8s.io/v1's
+// DeviceAttribute (int, bool, string, or a semantic version string).
+struct AttributeValue {
+  enum class Kind { kInt, kBool, kString, kVersion };
+  Kind kind = Kind::kString;
+  int64_t int_value = 0;
+  bool bool_value = false;
+  std::string text;  // kString, kVersion
+
+  static AttributeValue Int(int64_t v);
+  static AttributeValue Bool(bool v);
+  static AttributeValue String(std::string v);
+  static AttributeValue Version(std::string v);
+  bool operator==(const AttributeValue&) const = default;
+};
+
+// One device as DRA publishes it.
+struct DraDevice {
+  // "gpu-<minor>", or "gpu-<minor>-mig-<profile>-<gi profile>-<placement>"
+  // (see DeviceName). A DNS label, unique on the node.
+  std::string name;
+  // By published name: "type", "uuid", ... (unqualified names belong to the
+  // driver's domain) and "resource.kubernetes.io/pcieRoot", ...
+  std::map<std::string, AttributeValue> attributes;
+  // By published name: "memory" in bytes; MIG engine counts and memory
+  // slices (1 each).
+  std::map<std::string, uint64_t> capacity;
+  // Our model of it: `id` is `name`, `visible_id` the GPU or MIG UUID,
+  // device nodes (the GPU's, and a MIG device's capability nodes), the
+  // physical unit health is tracked by. Health fields are left healthy.
+  Device device;
+  bool operator==(const DraDevice&) const = default;
+};
+
+// NVIDIA's DRA device names. A GPU: "gpu-<minor>". A MIG device:
+// "gpu-<parent minor>-mig-<profile>-<GPU instance profile ID>-<placement
+// start>", where <profile> is the profile name without dots and with every
+// character outside [a-z0-9-] made '-' ("1g.10gb+me" -> "1g10gb-me"); a
+// MIG device whose compute instance is smaller than its GPU instance (so
+// that several share one GPU instance) gets "-ci<compute instance ID>"
+// appended, which NVIDIA's driver (full-size compute instances only) never
+// needs.
+std::string GpuDeviceName(const GpuInfo& gpu);
+std::string MigDeviceName(const GpuInfo& gpu, const MigInfo& mig);
+
+// A version string as a strict semantic version, as Kubernetes requires of
+// version attributes: dot-separated numbers with leading zeros dropped and
+// missing parts 0 ("535.104.05" -> "535.104.5", "12.4" -> "12.4.0").
+// Result on failure: InvalidArgument when a part is not a number or there
+// are more than three.
+absl::StatusOr<std::string> SemanticVersion(const std::string& version);
+
+struct InventoryOptions {
+  // The driver name: the domain of our own attributes.
+  std::string driver_name = "gpu.nvidia.com";
+};
+
+// The devices of `node` (the GPUs the DRA side serves): a GPU without MIG
+// enabled as one "gpu" device, a MIG-enabled GPU as its MIG devices
+// (node.gpus[i].migs; none when it has none). `topology` (may be null: no
+// NVLink attributes) gives each GPU on NVLink its NVLink domain: GPUs joined
+// by NVLink, directly or through one NVSwitch fabric, share
+// "<driver>/nvlinkDomain" (the UUID of the domain's GPU with the lowest
+// index), so a claim's matchAttribute on it keeps its GPUs on one domain.
+// MIG device nodes need `mig_caps` (null when no GPU has MIG devices).
+// In the order of node.gpus, MIG devices in their order. Result on failure:
+// FailedPrecondition or NotFound when a MIG device's capability minors are
+// missing (naming it).
+absl::StatusOr<std::vector<DraDevice>> BuildInventory(
+    const NodeGpus& node, const NodeTopology* topology, const MigCaps* mig_caps,
+    const InventoryOptions& options);
+
+}  // namespace gdp::dra
+
+#endif  // GDP_DRA_INVENTORY_H_

@@ -1,0 +1,254 @@
+#include "dra/inventory.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "topology/topology_testing.h"
+
+namespace gdp::dra {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+
+GpuInfo Gpu(unsigned index) {
+  GpuInfo g;
+  g.index = index;
+  g.uuid = absl::StrCat("GPU-", index);
+  g.name = "NVIDIA A100-SXM4-80GB";
+  g.brand = "Nvidia";
+  g.architecture = "Ampere";
+  g.minor = index + 4;
+  g.memory_bytes = 80ull << 30;
+  g.pci_bus_id = absl::StrCat("0000:0", index, ":00.0");
+  g.pcie_root = index < 2 ? "pci0000:00" : "pci0000:01";
+  g.numa_node = index < 2 ? 0 : -1;
+  g.cc_major = 8;
+  return g;
+}
+
+NodeGpus Node(int n) {
+  NodeGpus node;
+  node.driver_version = "535.104.05";
+  node.cuda_driver_version = 12020;
+  for (int i = 0; i < n; ++i) node.gpus.push_back(Gpu(i));
+  return node;
+}
+
+MigInfo Mig(unsigned index, unsigned gi, unsigned ci, const char* profile,
+            unsigned profile_id, unsigned start, unsigned size) {
+  MigInfo m;
+  m.index = index;
+  m.uuid = absl::StrCat("MIG-", gi, "-", ci);
+  m.profile = profile;
+  m.gi = gi;
+  m.ci = ci;
+  m.gi_profile_id = profile_id;
+  m.placement_start = start;
+  m.placement_size = size;
+  m.gi_slices = size;
+  m.ci_slices = size;
+  m.memory_bytes = 10ull << 30;
+  m.multiprocessors = 16;
+  m.copy_engines = 1;
+  m.jpegs = 1;
+  return m;
+}
+
+std::vector<std::string> Names(const std::vector<DraDevice>& devices) {
+  std::vector<std::string> out;
+  for (const DraDevice& d : devices) out.push_back(d.name);
+  return out;
+}
+
+TEST(SemanticVersionTest, Table) {
+  struct Case {
+    const char* in;
+    const char* out;  // nullptr: refused
+  } cases[] = {
+      {"550.54.15", "550.54.15"},
+      {"535.104.05", "535.104.5"},
+      {"12.4", "12.4.0"},
+      {"8", "8.0.0"},
+      {"0.0.0", "0.0.0"},
+      {"1.2.3.4", nullptr},
+      {"", nullptr},
+      {"550.54.15a", nullptr},
+      {"1..2", nullptr},
+      {"-1.2", nullptr},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.in);
+    absl::StatusOr<std::string> v = SemanticVersion(c.in);
+    if (c.out == nullptr) {
+      EXPECT_FALSE(v.ok());
+    } else {
+      ASSERT_TRUE(v.ok()) << v.status();
+      EXPECT_EQ(*v, c.out);
+    }
+  }
+}
+
+TEST(DeviceNameTest, NvidiaNames) {
+  EXPECT_EQ(GpuDeviceName(Gpu(3)), "gpu-7");
+  GpuInfo g = Gpu(0);
+  struct Case {
+    MigInfo mig;
+    const char* name;
+  } cases[] = {
+      {Mig(0, 9, 0, "1g.10gb", 19, 3, 1), "gpu-4-mig-1g10gb-19-3"},
+      {Mig(0, 9, 0, "1g.10gb+me", 20, 6, 1), "gpu-4-mig-1g10gb-me-20-6"},
+      {Mig(0, 2, 0, "3g.40gb", 9, 4, 4), "gpu-4-mig-3g40gb-9-4"},
+      {Mig(0, 1, 0, "4g.40gb", 5, 0, 4), "gpu-4-mig-4g40gb-5-0"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(MigDeviceName(g, c.mig), c.name);
+  // A compute instance smaller than its GPU instance: one of several.
+  MigInfo part = Mig(0, 2, 1, "1c.3g.40gb", 9, 4, 4);
+  part.ci_slices = 1;
+  part.gi_slices = 3;
+  EXPECT_EQ(MigDeviceName(g, part), "gpu-4-mig-1c3g40gb-9-4-ci1");
+}
+
+TEST(BuildInventoryTest, GpuAttributesAsNvidiaPublishesThem) {
+  absl::StatusOr<std::vector<DraDevice>> inv =
+      BuildInventory(Node(3), nullptr, nullptr, {});
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  EXPECT_THAT(Names(*inv), ElementsAre("gpu-4", "gpu-5", "gpu-6"));
+  const DraDevice& d = (*inv)[0];
+  EXPECT_EQ(d.attributes.at("type"), AttributeValue::String("gpu"));
+  EXPECT_EQ(d.attributes.at("uuid"), AttributeValue::String("GPU-0"));
+  EXPECT_EQ(d.attributes.at("productName"),
+            AttributeValue::String("NVIDIA A100-SXM4-80GB"));
+  EXPECT_EQ(d.attributes.at("brand"), AttributeValue::String("Nvidia"));
+  EXPECT_EQ(d.attributes.at("architecture"), AttributeValue::String("Ampere"));
+  EXPECT_EQ(d.attributes.at("cudaComputeCapability"),
+            AttributeValue::Version("8.0.0"));
+  EXPECT_EQ(d.attributes.at("driverVersion"),
+            AttributeValue::Version("535.104.5"));
+  EXPECT_EQ(d.attributes.at("cudaDriverVersion"),
+            AttributeValue::Version("12.2.0"));
+  EXPECT_EQ(d.attributes.at("resource.kubernetes.io/pciBusID"),
+            AttributeValue::String("0000:00:00.0"));
+  EXPECT_EQ(d.attributes.at("resource.kubernetes.io/pcieRoot"),
+            AttributeValue::String("pci0000:00"));
+  EXPECT_EQ(d.attributes.at("resource.kubernetes.io/numaNode"),
+            AttributeValue::Int(0));
+  EXPECT_FALSE(d.attributes.contains("gpu.nvidia.com/nvlinkDomain"));
+  EXPECT_THAT(d.capacity, ElementsAre(Pair("memory", 80ull << 30)));
+  EXPECT_EQ(d.device.id, "gpu-4");
+  EXPECT_EQ(d.device.visible_id, "GPU-0");
+  EXPECT_EQ(d.device.gpu_uuid, "GPU-0");
+  EXPECT_THAT(d.device.device_nodes, ElementsAre("/dev/nvidia4"));
+  // NUMA node unknown: no attribute.
+  EXPECT_FALSE(
+      (*inv)[2].attributes.contains("resource.kubernetes.io/numaNode"));
+}
+
+TEST(BuildInventoryTest, NvLinkDomains) {
+  // GPUs 0-3 of a 4-GPU PCIe machine (no NVLink), then NVLink 0-1 only.
+  NodeGpus node = Node(4);
+  std::vector<std::string> uuids = {"GPU-0", "GPU-1", "GPU-2", "GPU-3"};
+  NodeTopology pcie(Pcie4(), uuids);
+  absl::StatusOr<std::vector<DraDevice>> inv =
+      BuildInventory(node, &pcie, nullptr, {});
+  ASSERT_TRUE(inv.ok());
+  for (const DraDevice& d : *inv) {
+    EXPECT_FALSE(d.attributes.contains("gpu.nvidia.com/nvlinkDomain"));
+  }
+  Topology t = Pcie4();
+  t.SetNvLinks(0, 1, 4);
+  t.SetNvLinks(2, 3, 2);
+  t.SetUsable(3, false);
+  NodeTopology linked(t, uuids);
+  inv =
+      BuildInventory(node, &linked, nullptr, {.driver_name = "x.example.com"});
+  ASSERT_TRUE(inv.ok());
+  const std::string key = "x.example.com/nvlinkDomain";
+  EXPECT_EQ((*inv)[0].attributes.at(key), AttributeValue::String("GPU-0"));
+  EXPECT_EQ((*inv)[1].attributes.at(key), AttributeValue::String("GPU-0"));
+  // GPU 3 is unusable, so GPU 2 is alone: no domain.
+  EXPECT_FALSE((*inv)[2].attributes.contains(key));
+  EXPECT_FALSE((*inv)[3].attributes.contains(key));
+
+  // One NVSwitch fabric: every GPU in one domain.
+  NodeGpus eight = Node(8);
+  std::vector<std::string> all;
+  for (const GpuInfo& g : eight.gpus) all.push_back(g.uuid);
+  NodeTopology fabric(HgxH100(), all);
+  inv = BuildInventory(eight, &fabric, nullptr, {});
+  ASSERT_TRUE(inv.ok());
+  for (const DraDevice& d : *inv) {
+    EXPECT_EQ(d.attributes.at("gpu.nvidia.com/nvlinkDomain"),
+              AttributeValue::String("GPU-0"));
+  }
+}
+
+TEST(BuildInventoryTest, MigDevices) {
+  NodeGpus node = Node(2);
+  node.gpus[0].mig_enabled = true;
+  node.gpus[0].migs = {Mig(0, 2, 0, "3g.40gb", 9, 4, 4),
+                       Mig(1, 9, 0, "1g.10gb", 19, 0, 1)};
+  node.gpus[1].mig_enabled = true;  // no MIG devices: nothing published
+  absl::StatusOr<MigCaps> caps = MigCaps::Parse(
+      "gpu4/gi2/access 30\ngpu4/gi2/ci0/access 31\ngpu4/gi9/access 90\n"
+      "gpu4/gi9/ci0/access 91\n",
+      "mig-minors");
+  ASSERT_TRUE(caps.ok()) << caps.status();
+  absl::StatusOr<std::vector<DraDevice>> inv =
+      BuildInventory(node, nullptr, &*caps, {});
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  EXPECT_THAT(Names(*inv),
+              ElementsAre("gpu-4-mig-3g40gb-9-4", "gpu-4-mig-1g10gb-19-0"));
+  const DraDevice& d = (*inv)[0];
+  EXPECT_EQ(d.attributes.at("type"), AttributeValue::String("mig"));
+  EXPECT_EQ(d.attributes.at("uuid"), AttributeValue::String("MIG-2-0"));
+  EXPECT_EQ(d.attributes.at("parentUUID"), AttributeValue::String("GPU-0"));
+  EXPECT_EQ(d.attributes.at("profile"), AttributeValue::String("3g.40gb"));
+  EXPECT_EQ(d.attributes.at("productName"),
+            AttributeValue::String("NVIDIA A100-SXM4-80GB"));
+  EXPECT_TRUE(d.attributes.contains("resource.kubernetes.io/pcieRoot"));
+  EXPECT_THAT(d.capacity,
+              ElementsAre(Pair("copyEngines", 1), Pair("decoders", 0),
+                          Pair("encoders", 0), Pair("jpegEngines", 1),
+                          Pair("memory", 10ull << 30), Pair("memorySlice4", 1),
+                          Pair("memorySlice5", 1), Pair("memorySlice6", 1),
+                          Pair("memorySlice7", 1), Pair("multiprocessors", 16),
+                          Pair("ofaEngines", 0)));
+  EXPECT_THAT(d.device.device_nodes,
+              ElementsAre("/dev/nvidia4", "/dev/nvidia-caps/nvidia-cap30",
+                          "/dev/nvidia-caps/nvidia-cap31"));
+  EXPECT_EQ(d.device.mig_gi, 2);
+  EXPECT_EQ(d.device.mig_ci, 0);
+  EXPECT_EQ(d.device.visible_id, "MIG-2-0");
+  // At most 32 attributes and capacities together.
+  for (const DraDevice& x : *inv) {
+    EXPECT_LE(x.attributes.size() + x.capacity.size(), 32u) << x.name;
+  }
+
+  // Without the capability minors a MIG device cannot be built.
+  absl::StatusOr<std::vector<DraDevice>> none =
+      BuildInventory(node, nullptr, nullptr, {});
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<MigCaps> partial =
+      MigCaps::Parse("gpu4/gi2/access 30\n", "mig-minors");
+  ASSERT_TRUE(partial.ok());
+  none = BuildInventory(node, nullptr, &*partial, {});
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(none.status().message(), HasSubstr("MIG-2-0"));
+}
+
+TEST(BuildInventoryTest, EmptyNode) {
+  absl::StatusOr<std::vector<DraDevice>> inv =
+      BuildInventory(Node(0), nullptr, nullptr, {});
+  ASSERT_TRUE(inv.ok());
+  EXPECT_THAT(*inv, IsEmpty());
+}
+
+}  // namespace
+}  // namespace gdp::dra

@@ -1,0 +1,273 @@
+#include "dra/preparer.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "cdi/write_spec.h"
+#include "dra/claim_edits.h"
+#include "util/file_watcher.h"
+#include "util/logging.h"
+
+namespace gdp::dra {
+namespace {
+
+std::string Label(const ClaimRef& ref) {
+  return absl::StrCat("claim ", Describe(ref), " (", ref.uid, ")");
+}
+
+}  // namespace
+
+std::string ReadBootId(const std::string& proc_root) {
+  return std::string(absl::StripAsciiWhitespace(
+      ReadFileOrEmpty(absl::StrCat(proc_root, "/sys/kernel/random/boot_id"))));
+}
+
+Preparer::Preparer(PreparerOptions options, ClaimReader& reader)
+    : options_(std::move(options)), reader_(reader) {
+  checkpoint_.boot_id = options_.boot_id;
+}
+
+void Preparer::SetSources(const DeviceSet* devices,
+                          std::shared_ptr<const ClaimSpecBase> base) {
+  absl::MutexLock lock(&mu_);
+  devices_ = devices;
+  base_ = std::move(base);
+}
+
+size_t Preparer::prepared() const {
+  absl::MutexLock lock(&mu_);
+  return checkpoint_.claims.size();
+}
+
+absl::Status Preparer::Start() {
+  absl::StatusOr<Checkpoint> read = ReadCheckpoint(options_.checkpoint_path);
+  absl::MutexLock lock(&mu_);
+  if (absl::IsNotFound(read.status())) return absl::OkStatus();
+  if (!read.ok()) {
+    const std::string aside = absl::StrCat(options_.checkpoint_path, ".bad-",
+                                           absl::ToUnixSeconds(absl::Now()));
+    std::error_code ec;
+    std::filesystem::rename(options_.checkpoint_path, aside, ec);
+    LOG_ERROR(
+        "Cannot use the checkpoint of prepared claims: {}. It was moved to {} "
+        "({}); starting with no prepared claims: claims prepared before "
+        "are not known to this plugin (their pods keep running; unpreparing "
+        "them succeeds)",
+        read.status().message(), aside, ec ? ec.message() : "kept");
+    return read.status();
+  }
+  const bool rebooted = read->boot_id != options_.boot_id;
+  checkpoint_.claims = std::move(read->claims);
+  checkpoint_.boot_id = options_.boot_id;
+  std::vector<std::string> dropped;
+  for (auto it = checkpoint_.claims.begin(); it != checkpoint_.claims.end();) {
+    if (absl::Status s = WriteSpec(it->second); !s.ok()) {
+      LOG_ERROR(
+          "{}: dropping it from the checkpoint: its CDI spec cannot be "
+          "written again: {}",
+          Label(it->second.ref), s.message());
+      dropped.push_back(it->first);
+      it = checkpoint_.claims.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!checkpoint_.claims.empty() || !dropped.empty()) {
+    LOG_INFO("{} prepared claim(s) from the checkpoint{}",
+             checkpoint_.claims.size(),
+             rebooted ? "; the node rebooted since: their CDI specs were "
+                        "written again"
+                      : "");
+  }
+  if (rebooted || !dropped.empty()) return SaveLocked();
+  return absl::OkStatus();
+}
+
+absl::Status Preparer::SaveLocked() {
+  return WriteCheckpoint(options_.checkpoint_path, checkpoint_);
+}
+
+absl::Status Preparer::WriteSpec(const PreparedClaim& claim) {
+  if (devices_ == nullptr || base_ == nullptr) {
+    return absl::FailedPreconditionError("no devices yet");
+  }
+  std::shared_ptr<const DeviceList> list = devices_->Get();
+  std::vector<ClaimDevice> devices;
+  for (const auto& [name, sharing] : claim.sharing) {
+    const Device* d = list->Find(name);
+    if (d == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("device ", name, " is no longer on this node"));
+    }
+    devices.push_back({name, *d, sharing});
+  }
+  absl::StatusOr<std::vector<cdi::CdiDevice>> cdi_devices = ClaimCdiDevices(
+      claim.ref.uid, devices, options_.driver_name, base_->mps_root);
+  if (!cdi_devices.ok()) return cdi_devices.status();
+  cdi::CdiSpecOptions o = base_->cdi;
+  o.kind = kClaimCdiKind;
+  absl::StatusOr<nlohmann::json> spec =
+      cdi::BuildDeviceSpec(o, base_->files, base_->control_nodes, *cdi_devices);
+  if (!spec.ok()) return spec.status();
+  return cdi::WriteSpec(options_.cdi_dir, ClaimSpecFileName(claim.ref.uid),
+                        *spec);
+}
+
+std::map<std::string, PrepareResult> Preparer::Prepare(
+    const std::vector<ClaimRef>& claims) {
+  std::map<std::string, PrepareResult> out;
+  for (const ClaimRef& ref : claims) {
+    if (out.contains(ref.uid)) continue;
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto it = checkpoint_.claims.find(ref.uid);
+          it != checkpoint_.claims.end()) {
+        // Idempotent; a spec that went missing is written again.
+        std::error_code ec;
+        absl::Status s = absl::OkStatus();
+        if (!std::filesystem::exists(
+                absl::StrCat(options_.cdi_dir, "/", ClaimSpecFileName(ref.uid)),
+                ec)) {
+          s = WriteSpec(it->second);
+        }
+        if (!s.ok()) {
+          out[ref.uid].error = absl::StrCat(
+              Label(ref),
+              ": prepared, but its CDI spec cannot be written: ", s.message());
+        } else {
+          out[ref.uid].devices = it->second.devices;
+        }
+        continue;
+      }
+    }
+    out[ref.uid] = PrepareNew(ref);
+  }
+  return out;
+}
+
+PrepareResult Preparer::PrepareNew(const ClaimRef& ref) {
+  PrepareResult result;
+  auto fail = [&](absl::string_view what) {
+    result.error = absl::StrCat(Label(ref), ": ", what);
+    LOG_WARN("Cannot prepare {}", result.error);
+    return result;
+  };
+  absl::StatusOr<AllocatedClaim> claim = reader_.Read(ref);
+  if (!claim.ok()) return fail(claim.status().message());
+  if (claim->ref.uid != ref.uid) {
+    return fail(absl::StrCat("the API server has a claim with UID ",
+                             claim->ref.uid,
+                             " under that name (deleted and created again?)"));
+  }
+  std::vector<const AllocatedDevice*> ours;
+  std::set<std::string> drivers;
+  for (const AllocatedDevice& r : claim->results) {
+    if (r.driver == options_.driver_name) {
+      ours.push_back(&r);
+    } else {
+      drivers.insert(r.driver);
+    }
+  }
+  if (ours.empty()) {
+    return fail(absl::StrCat(
+        "no device of driver ", options_.driver_name, " is allocated to it",
+        drivers.empty() ? ""
+                        : absl::StrCat(" (its devices are of ",
+                                       absl::StrJoin(drivers, ", "), ")")));
+  }
+  std::shared_ptr<const DeviceList> list;
+  {
+    absl::MutexLock lock(&mu_);
+    if (devices_ == nullptr) return fail("the DRA devices are not ready yet");
+    list = devices_->Get();
+  }
+  PreparedClaim prepared;
+  prepared.ref = ref;
+  for (const AllocatedDevice* r : ours) {
+    if (r->pool != options_.pool) {
+      return fail(absl::StrCat("request ", r->request, " was allocated device ",
+                               r->device, " of pool ", r->pool,
+                               ", not of this node's pool ", options_.pool));
+    }
+    const Device* d = list->Find(r->device);
+    if (d == nullptr) {
+      return fail(absl::StrCat("request ", r->request, " was allocated device ",
+                               r->device, ", which pool ", options_.pool,
+                               " does not have"));
+    }
+    if (d->health != Health::kHealthy) {
+      return fail(absl::StrCat("device ", r->device,
+                               " is unhealthy: ", d->unhealthy_reason));
+    }
+    absl::StatusOr<Sharing> sharing = SharingFor(claim->configs, *r, *d);
+    if (!sharing.ok()) return fail(sharing.status().message());
+    prepared.sharing.emplace(r->device, *sharing);
+    prepared.devices.push_back(
+        {{r->request}, r->pool, r->device, {ClaimCdiId(ref.uid, r->device)}});
+  }
+  absl::MutexLock lock(&mu_);
+  if (auto it = checkpoint_.claims.find(ref.uid);
+      it != checkpoint_.claims.end()) {
+    result.devices = it->second.devices;  // prepared meanwhile
+    return result;
+  }
+  if (absl::Status s = WriteSpec(prepared); !s.ok()) {
+    return fail(absl::StrCat("writing its CDI spec: ", s.message()));
+  }
+  checkpoint_.claims[ref.uid] = prepared;
+  if (absl::Status s = SaveLocked(); !s.ok()) {
+    checkpoint_.claims.erase(ref.uid);
+    (void)cdi::RemoveSpec(options_.cdi_dir, ClaimSpecFileName(ref.uid));
+    return fail(absl::StrCat("recording it in the checkpoint: ", s.message()));
+  }
+  LOG_INFO("Prepared {}: {}", Label(ref), [&] {
+    std::vector<std::string> names;
+    for (const PreparedDevice& d : prepared.devices) {
+      names.push_back(absl::StrCat(d.device, " (request ",
+                                   absl::StrJoin(d.requests, ","), ")"));
+    }
+    return absl::StrJoin(names, ", ");
+  }());
+  result.devices = std::move(prepared.devices);
+  return result;
+}
+
+std::map<std::string, std::string> Preparer::Unprepare(
+    const std::vector<ClaimRef>& claims) {
+  std::map<std::string, std::string> out;
+  absl::MutexLock lock(&mu_);
+  for (const ClaimRef& ref : claims) {
+    if (out.contains(ref.uid)) continue;
+    out[ref.uid] = "";
+    if (absl::Status s =
+            cdi::RemoveSpec(options_.cdi_dir, ClaimSpecFileName(ref.uid));
+        !s.ok()) {
+      out[ref.uid] =
+          absl::StrCat(Label(ref), ": removing its CDI spec: ", s.message());
+      continue;
+    }
+    auto it = checkpoint_.claims.find(ref.uid);
+    if (it == checkpoint_.claims.end()) {
+      VLOG(1, "Unprepare {}: not prepared here; nothing to do", Label(ref));
+      continue;
+    }
+    PreparedClaim kept = std::move(it->second);
+    checkpoint_.claims.erase(it);
+    if (absl::Status s = SaveLocked(); !s.ok()) {
+      checkpoint_.claims[ref.uid] = std::move(kept);
+      out[ref.uid] =
+          absl::StrCat(Label(ref), ": updating the checkpoint: ", s.message());
+      continue;
+    }
+    LOG_INFO("Unprepared {}", Label(ref));
+  }
+  return out;
+}
+
+}  // namespace gdp::dra

@@ -1,0 +1,124 @@
+// Prepares and unprepares claims for the kubelet (NodePrepareResources,
+// NodeUnprepareResources), in our own terms: reads the claim, checks that
+// its devices are ours and healthy, writes the claim's CDI spec, records it
+// in the checkpoint, and answers the devices with their CDI IDs. No
+// protobuf here (dra_service.cc is the gRPC edge) and no JSON (the claim
+// comes through a ClaimReader).
+#ifndef GDP_DRA_PREPARER_H_
+#define GDP_DRA_PREPARER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "cdi/driver_files.h"
+#include "cdi/spec.h"
+#include "device/device_set.h"
+#include "dra/checkpoint.h"
+#include "dra/claim.h"
+
+namespace gdp::dra {
+
+// Where claims come from: the API server in the daemon, a table in tests.
+class ClaimReader {
+ public:
+  virtual ~ClaimReader() = default;
+  // The claim `ref` names, read now (by namespace and name). Result on
+  // failure: its status, naming the claim (NotFound, Unavailable, ...).
+  virtual absl::StatusOr<AllocatedClaim> Read(const ClaimRef& ref) = 0;
+};
+
+// What claim specs are built from, fixed between reloads (found once, not
+// per claim).
+struct ClaimSpecBase {
+  cdi::CdiSpecOptions cdi;  // kind kClaimCdiKind; host roots
+  cdi::DriverFiles files;
+  std::vector<std::string> control_nodes;
+  std::string mps_root;  // empty: MPS sharing is refused
+};
+
+struct PreparerOptions {
+  std::string driver_name;
+  std::string pool;  // this node's pool: the node name
+  std::string cdi_dir;
+  std::string checkpoint_path;
+  std::string boot_id;  // this boot's; recorded with the checkpoint
+};
+
+// The answer for one claim: its devices, or why it failed.
+struct PrepareResult {
+  std::vector<PreparedDevice> devices;
+  std::string error;  // empty on success
+};
+
+// Thread-safe. Calls for different claims may run at once; a claim's
+// preparation is recorded once.
+class Preparer {
+ public:
+  // `reader` must outlive the preparer; `devices` (our DRA devices, by
+  // name = Device::id, with health) too, and it may be replaced through
+  // SetSources.
+  Preparer(PreparerOptions options, ClaimReader& reader);
+
+  // What devices and spec base claims are prepared with from now on (at
+  // start, and after a reload).
+  void SetSources(const DeviceSet* devices,
+                  std::shared_ptr<const ClaimSpecBase> base)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Loads the checkpoint and writes the CDI spec of every claim in it again
+  // (after a reboot they are gone; otherwise nothing changes on disk). A
+  // claim whose devices are no longer there is dropped, logged. A
+  // checkpoint that cannot be read is moved aside to "<path>.bad-<unix
+  // time>" and the preparer starts empty. REQUIRES: SetSources was called.
+  // Result: OK, or the checkpoint's error (already logged, nothing lost:
+  // the file was kept aside), so callers can report it.
+  absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Prepares each claim (by UID; a UID named twice is prepared once): a
+  // claim in the checkpoint answers from it (its spec rewritten if it went
+  // missing) without reading the API server; else the claim is read,
+  // checked (its UID, that it is allocated, that every result of our
+  // driver names a device of our pool that exists and is healthy, its
+  // configuration) and its spec and checkpoint entry written. A claim that
+  // fails gets its own error, naming the claim and what was wrong; the
+  // others are still prepared.
+  std::map<std::string, PrepareResult> Prepare(
+      const std::vector<ClaimRef>& claims) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Removes each claim's spec and checkpoint entry; an unknown claim is
+  // success (its spec file is removed if one is there). The value is the
+  // claim's error ("" on success), by UID.
+  std::map<std::string, std::string> Unprepare(
+      const std::vector<ClaimRef>& claims) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // How many claims are prepared now.
+  size_t prepared() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  // Prepares one claim not in the checkpoint.
+  PrepareResult PrepareNew(const ClaimRef& ref) ABSL_LOCKS_EXCLUDED(mu_);
+  // Builds and writes the spec of `claim` from the current sources.
+  absl::Status WriteSpec(const PreparedClaim& claim)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const PreparerOptions options_;
+  ClaimReader& reader_;
+  mutable absl::Mutex mu_;
+  const DeviceSet* devices_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::shared_ptr<const ClaimSpecBase> base_ ABSL_GUARDED_BY(mu_);
+  Checkpoint checkpoint_ ABSL_GUARDED_BY(mu_);
+};
+
+// The boot ID the kernel gives this boot (<proc_root>/sys/kernel/random/
+// boot_id, trimmed), or "" when it cannot be read.
+std::string ReadBootId(const std::string& proc_root);
+
+}  // namespace gdp::dra
+
+#endif  // GDP_DRA_PREPARER_H_

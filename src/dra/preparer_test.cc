@@ -1,0 +1,270 @@
+#include "dra/preparer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "cdi/validate.h"
+#include "dra/claim_edits.h"
+#include "util/file_watcher.h"
+
+namespace gdp::dra {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+class TableReader final : public ClaimReader {
+ public:
+  absl::StatusOr<AllocatedClaim> Read(const ClaimRef& ref) override {
+    absl::MutexLock lock(&mu_);
+    ++reads;
+    auto it = claims.find(ref.ns + "/" + ref.name);
+    if (it == claims.end()) {
+      return absl::NotFoundError(absl::StrCat("reading the claim: ", ref.ns,
+                                              "/", ref.name, " not found"));
+    }
+    return it->second;
+  }
+  absl::Mutex mu_;
+  std::map<std::string, AllocatedClaim> claims;
+  int reads = 0;
+};
+
+Device Dev(const std::string& name, unsigned minor) {
+  Device d;
+  d.id = name;
+  d.visible_id = absl::StrCat("GPU-", minor);
+  d.gpu_uuid = d.visible_id;
+  d.gpu_index = minor;
+  d.device_nodes = {absl::StrCat("/dev/nvidia", minor)};
+  return d;
+}
+
+AllocatedClaim Allocated(const std::string& name, const std::string& uid,
+                         std::vector<AllocatedDevice> results) {
+  AllocatedClaim c;
+  c.ref = {"ns", name, uid};
+  c.results = std::move(results);
+  return c;
+}
+
+class PreparerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           absl::StrCat("gdp-preparer-", getpid(), "-", n_++);
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    devices_ = std::make_unique<DeviceSet>(
+        std::vector<Device>{Dev("gpu-0", 0), Dev("gpu-1", 1)});
+    base_ = std::make_shared<ClaimSpecBase>();
+    base_->control_nodes = {"/dev/nvidiactl"};
+    reader_.claims["ns/one"] =
+        Allocated("one", "u-1", {{"gpu", "gpu.nvidia.com", "node-1", "gpu-0"}});
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Preparer> Make(const std::string& boot = "boot-1") {
+    auto p = std::make_unique<Preparer>(
+        PreparerOptions{.driver_name = "gpu.nvidia.com",
+                        .pool = "node-1",
+                        .cdi_dir = (dir_ / "cdi").string(),
+                        .checkpoint_path = (dir_ / "cp.json").string(),
+                        .boot_id = boot},
+        reader_);
+    p->SetSources(devices_.get(), base_);
+    return p;
+  }
+
+  std::string SpecPath(const std::string& uid) {
+    return (dir_ / "cdi" / ClaimSpecFileName(uid)).string();
+  }
+
+  static inline int n_ = 0;
+  fs::path dir_;
+  TableReader reader_;
+  std::unique_ptr<DeviceSet> devices_;
+  std::shared_ptr<ClaimSpecBase> base_;
+};
+
+TEST_F(PreparerTest, PreparesWritesTheSpecAndIsIdempotent) {
+  auto p = Make();
+  ASSERT_TRUE(p->Start().ok());
+  auto out = p->Prepare({{"ns", "one", "u-1"}});
+  ASSERT_EQ(out.size(), 1u);
+  const PrepareResult& r = out["u-1"];
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_EQ(
+      r.devices[0],
+      (PreparedDevice{
+          {"gpu"}, "node-1", "gpu-0", {"k8s.gpu.nvidia.com/claim=u-1-gpu-0"}}));
+  const std::string text = ReadFileOrEmpty(SpecPath("u-1"));
+  nlohmann::json spec = nlohmann::json::parse(text);
+  EXPECT_TRUE(cdi::ValidateSpec(spec).ok()) << cdi::ValidateSpec(spec);
+  EXPECT_EQ(spec["kind"], "k8s.gpu.nvidia.com/claim");
+  EXPECT_EQ(spec["devices"][0]["name"], "u-1-gpu-0");
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["path"],
+            "/dev/nvidia0");
+  EXPECT_EQ(spec["containerEdits"]["deviceNodes"][0]["path"], "/dev/nvidiactl");
+  EXPECT_EQ(p->prepared(), 1u);
+
+  // Again: answered from the checkpoint, without reading the claim.
+  const int reads = reader_.reads;
+  auto again = p->Prepare({{"ns", "one", "u-1"}, {"ns", "one", "u-1"}});
+  EXPECT_EQ(again.size(), 1u);
+  EXPECT_EQ(again["u-1"].devices, r.devices);
+  EXPECT_EQ(reader_.reads, reads);
+  // A spec that went missing is written again.
+  fs::remove(SpecPath("u-1"));
+  EXPECT_EQ(p->Prepare({{"ns", "one", "u-1"}})["u-1"].error, "");
+  EXPECT_EQ(ReadFileOrEmpty(SpecPath("u-1")), text);
+
+  // Unprepare removes both; again is still success.
+  auto un = p->Unprepare({{"ns", "one", "u-1"}});
+  EXPECT_EQ(un["u-1"], "");
+  EXPECT_FALSE(fs::exists(SpecPath("u-1")));
+  EXPECT_EQ(p->prepared(), 0u);
+  EXPECT_EQ(p->Unprepare({{"ns", "one", "u-1"}})["u-1"], "");
+  EXPECT_EQ(p->Unprepare({{"ns", "never", "u-9"}})["u-9"], "");
+}
+
+TEST_F(PreparerTest, EachBadClaimFailsAlone) {
+  reader_.claims["ns/other-pool"] = Allocated(
+      "other-pool", "u-2", {{"gpu", "gpu.nvidia.com", "node-2", "gpu-0"}});
+  reader_.claims["ns/other-driver"] = Allocated(
+      "other-driver", "u-3", {{"nic", "net.example.com", "node-1", "eth0"}});
+  reader_.claims["ns/unknown"] = Allocated(
+      "unknown", "u-4", {{"gpu", "gpu.nvidia.com", "node-1", "gpu-7"}});
+  reader_.claims["ns/renewed"] = Allocated(
+      "renewed", "u-new", {{"gpu", "gpu.nvidia.com", "node-1", "gpu-1"}});
+  AllocatedClaim bad_config = Allocated(
+      "bad-config", "u-6", {{"gpu", "gpu.nvidia.com", "node-1", "gpu-1"}});
+  DeviceConfig mig;
+  mig.kind = DeviceConfig::Kind::kMig;
+  mig.requests = {"gpu"};
+  bad_config.configs = {mig};
+  reader_.claims["ns/bad-config"] = bad_config;
+  AllocatedClaim slow =
+      Allocated("slow", "u-7", {{"gpu", "gpu.nvidia.com", "node-1", "gpu-1"}});
+  DeviceConfig interval;
+  interval.sharing.interval = Sharing::Interval::kShort;
+  slow.configs = {interval};
+  reader_.claims["ns/slow"] = slow;
+  std::vector<Device> health = {Dev("gpu-0", 0), Dev("gpu-1", 1)};
+  auto p = Make();
+  ASSERT_TRUE(p->Start().ok());
+  struct Case {
+    ClaimRef ref;
+    const char* error;
+  } cases[] = {
+      {{"ns", "other-pool", "u-2"},
+       "allocated device gpu-0 of pool node-2, not of this node's pool node-1"},
+      {{"ns", "other-driver", "u-3"},
+       "no device of driver gpu.nvidia.com is allocated to it (its devices "
+       "are of net.example.com)"},
+      {{"ns", "unknown", "u-4"}, "device gpu-7, which pool node-1 does not"},
+      {{"ns", "missing", "u-5"}, "ns/missing not found"},
+      {{"ns", "renewed", "u-old"}, "a claim with UID u-new"},
+      {{"ns", "bad-config", "u-6"}, "cannot apply MigDeviceConfig"},
+      {{"ns", "slow", "u-7"}, "interval Short cannot be applied"},
+  };
+  std::vector<ClaimRef> refs = {{"ns", "one", "u-1"}};
+  for (const Case& c : cases) refs.push_back(c.ref);
+  auto out = p->Prepare(refs);
+  EXPECT_EQ(out["u-1"].error, "");
+  EXPECT_EQ(out["u-1"].devices.size(), 1u);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.ref.name);
+    EXPECT_THAT(out[c.ref.uid].error, HasSubstr(c.error));
+    EXPECT_THAT(out[c.ref.uid].error,
+                HasSubstr(absl::StrCat("claim ns/", c.ref.name)));
+    EXPECT_THAT(out[c.ref.uid].devices, IsEmpty());
+    EXPECT_FALSE(fs::exists(SpecPath(c.ref.uid)));
+  }
+  EXPECT_EQ(p->prepared(), 1u);
+
+  // An unhealthy device is not handed out.
+  health[0].health = Health::kUnhealthy;
+  health[0].unhealthy_reason = "XID 79 (fell off the bus)";
+  devices_->Replace(health);
+  reader_.claims["ns/two"] =
+      Allocated("two", "u-8", {{"gpu", "gpu.nvidia.com", "node-1", "gpu-0"}});
+  EXPECT_THAT(p->Prepare({{"ns", "two", "u-8"}})["u-8"].error,
+              HasSubstr("device gpu-0 is unhealthy: XID 79"));
+}
+
+TEST_F(PreparerTest, RestartAndRebootKeepClaimsAndRewriteSpecs) {
+  reader_.claims["ns/both"] =
+      Allocated("both", "u-2",
+                {{"a", "gpu.nvidia.com", "node-1", "gpu-0"},
+                 {"b", "gpu.nvidia.com", "node-1", "gpu-1"}});
+  {
+    auto p = Make("boot-1");
+    ASSERT_TRUE(p->Start().ok());
+    EXPECT_EQ(p->Prepare({{"ns", "one", "u-1"}, {"ns", "both", "u-2"}})["u-2"]
+                  .devices.size(),
+              2u);
+  }
+  const std::string spec = ReadFileOrEmpty(SpecPath("u-2"));
+  // A plugin restart: known without reading the claims.
+  {
+    auto p = Make("boot-1");
+    ASSERT_TRUE(p->Start().ok());
+    EXPECT_EQ(p->prepared(), 2u);
+    const int reads = reader_.reads;
+    EXPECT_EQ(p->Prepare({{"ns", "both", "u-2"}})["u-2"].devices.size(), 2u);
+    EXPECT_EQ(reader_.reads, reads);
+  }
+  // A reboot: /var/run/cdi is empty again; Start writes the specs back.
+  fs::remove_all(dir_ / "cdi");
+  {
+    auto p = Make("boot-2");
+    ASSERT_TRUE(p->Start().ok());
+    EXPECT_EQ(ReadFileOrEmpty(SpecPath("u-2")), spec);
+    EXPECT_TRUE(fs::exists(SpecPath("u-1")));
+  }
+  absl::StatusOr<Checkpoint> cp = ReadCheckpoint((dir_ / "cp.json").string());
+  ASSERT_TRUE(cp.ok());
+  EXPECT_EQ(cp->boot_id, "boot-2");
+  // A device gone after the reboot: its claim is dropped, the other kept.
+  devices_->Replace({Dev("gpu-0", 0)});
+  fs::remove_all(dir_ / "cdi");
+  {
+    auto p = Make("boot-3");
+    ASSERT_TRUE(p->Start().ok());
+    EXPECT_EQ(p->prepared(), 1u);
+    EXPECT_TRUE(fs::exists(SpecPath("u-1")));
+    EXPECT_FALSE(fs::exists(SpecPath("u-2")));
+  }
+}
+
+TEST_F(PreparerTest, CorruptCheckpointIsSetAsideNotFatal) {
+  std::ofstream(dir_ / "cp.json") << "{\"kind\": 3";
+  auto p = Make();
+  absl::Status s = p->Start();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("cp.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "cp.json"));
+  int aside = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    if (e.path().filename().string().rfind("cp.json.bad-", 0) == 0) ++aside;
+  }
+  EXPECT_EQ(aside, 1);
+  // It keeps working.
+  EXPECT_EQ(p->Prepare({{"ns", "one", "u-1"}})["u-1"].error, "");
+  EXPECT_TRUE(ReadCheckpoint((dir_ / "cp.json").string()).ok());
+}
+
+}  // namespace
+}  // namespace gdp::dra

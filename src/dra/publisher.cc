@@ -1,0 +1,366 @@
+#include "dra/publisher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "dra/dra_metrics.h"
+#include "util/logging.h"
+
+namespace gdp::dra {
+namespace {
+
+constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
+
+std::string MetadataString(const nlohmann::json& object, const char* key) {
+  auto m = object.find("metadata");
+  if (m == object.end() || !m->is_object()) return "";
+  auto v = m->find(key);
+  return v != m->end() && v->is_string() ? v->get<std::string>() : "";
+}
+
+bool AnyTaint(const std::vector<SliceDevice>& devices) {
+  return std::any_of(devices.begin(), devices.end(),
+                     [](const SliceDevice& d) { return !d.taints.empty(); });
+}
+
+}  // namespace
+
+SlicePublisher::SlicePublisher(kube::Client& api, PublisherOptions options)
+    : api_(api),
+      options_(std::move(options)),
+      collection_(kSlices),
+      field_selector_(absl::StrCat("spec.nodeName=", options_.node_name,
+                                   ",spec.driver=", options_.driver_name)),
+      backoff_(options_.initial_backoff) {}
+
+SlicePublisher::~SlicePublisher() { Stop(); }
+
+void SlicePublisher::SetDevices(std::vector<SliceDevice> devices) {
+  absl::MutexLock lock(&mu_);
+  if (wanted_set_ && devices == wanted_) return;
+  wanted_ = std::move(devices);
+  wanted_set_ = true;
+  dirty_ = true;
+  status_.in_sync = false;
+  // A change of what we publish is worth an attempt now, backoff or not.
+  next_attempt_ = absl::InfinitePast();
+}
+
+void SlicePublisher::MarkOutOfSync() {
+  absl::MutexLock lock(&mu_);
+  if (dirty_) return;
+  dirty_ = true;
+  status_.in_sync = false;
+  next_attempt_ = absl::InfinitePast();
+}
+
+void SlicePublisher::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  api_.Cancel();
+}
+
+PublisherStatus SlicePublisher::status() const {
+  absl::MutexLock lock(&mu_);
+  return status_;
+}
+
+void SlicePublisher::Run() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    Step();
+  }
+}
+
+void SlicePublisher::Step(absl::Duration max_wait) {
+  bool due;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    due = wanted_set_ && dirty_ && absl::Now() >= next_attempt_;
+    if (due) dirty_ = false;  // a change from here on sets it again
+  }
+  if (due) {
+    absl::Status s = Reconcile();
+    if (!absl::IsCancelled(s)) {
+      DraMetrics::Get()
+          .publications.With({s.ok() ? "ok" : "failed"})
+          .Increment();
+    }
+    absl::MutexLock lock(&mu_);
+    if (s.ok()) {
+      backoff_ = options_.initial_backoff;
+      if (!status_.last_error.empty()) {
+        LOG_INFO("ResourceSlices of pool {} published again",
+                 options_.node_name);
+      }
+      status_.last_error.clear();
+      status_.in_sync = !dirty_;
+    } else if (!stopping_) {
+      dirty_ = true;
+      status_.in_sync = false;
+      next_attempt_ = absl::Now() + backoff_;
+      if (status_.last_error != s.message()) {
+        LOG_ERROR(
+            "Publishing the ResourceSlices of pool {} failed (retrying "
+            "with backoff up to {}): {}",
+            options_.node_name, absl::FormatDuration(options_.max_backoff),
+            s.message());
+      } else {
+        VLOG(1, "Publishing ResourceSlices failed again: {}", s.message());
+      }
+      status_.last_error = std::string(s.message());
+      backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = absl::Now();
+  absl::Time deadline = max_wait == absl::InfiniteDuration()
+                            ? absl::InfiniteFuture()
+                            : now + max_wait;
+  if (dirty_ && wanted_set_) deadline = std::min(deadline, next_attempt_);
+  mu_.AwaitWithDeadline(
+      absl::Condition(
+          +[](SlicePublisher* p) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return p->stopping_ || (p->dirty_ && p->wanted_set_ &&
+                                    p->next_attempt_ == absl::InfinitePast());
+          },
+          this),
+      deadline);
+}
+
+absl::Status SlicePublisher::EnsureOwner() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!owner_.uid.empty()) return absl::OkStatus();
+  }
+  absl::StatusOr<nlohmann::json> node =
+      api_.Get(absl::StrCat("/api/v1/nodes/", options_.node_name));
+  if (!node.ok()) {
+    return absl::Status(
+        node.status().code(),
+        absl::StrCat("reading Node ", options_.node_name,
+                     " (the owner of our slices): ", node.status().message()));
+  }
+  std::string uid = MetadataString(*node, "uid");
+  if (uid.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Node ", options_.node_name, " has no metadata.uid"));
+  }
+  absl::MutexLock lock(&mu_);
+  owner_ = {options_.node_name, std::move(uid)};
+  return absl::OkStatus();
+}
+
+absl::Status SlicePublisher::Reconcile() {
+  if (absl::Status s = EnsureOwner(); !s.ok()) return s;
+  std::vector<SliceDevice> devices;
+  bool withhold;
+  NodeOwner owner;
+  {
+    absl::MutexLock lock(&mu_);
+    devices = wanted_;
+    withhold = status_.taints_dropped;
+    owner = owner_;
+  }
+  if (withhold) {
+    devices.erase(
+        std::remove_if(devices.begin(), devices.end(),
+                       [](const SliceDevice& d) { return !d.taints.empty(); }),
+        devices.end());
+  }
+  kube::ListOptions selector;
+  selector.field_selector = field_selector_;
+  absl::StatusOr<nlohmann::json> list = api_.List(collection_, selector);
+  if (!list.ok()) return list.status();
+
+  std::vector<PublishedSlice> ours;   // of our pool, by name
+  std::vector<PublishedSlice> stale;  // ours by selector, another pool
+  TaintTimes times;
+  std::set<std::pair<std::string, std::string>> known;
+  if (auto items = list->find("items");
+      items != list->end() && items->is_array()) {
+    for (const nlohmann::json& item : *items) {
+      absl::StatusOr<PublishedSlice> s = ParseSlice(item);
+      if (!s.ok()) {
+        LOG_WARN("Ignoring an unreadable ResourceSlice: {}",
+                 s.status().message());
+        continue;
+      }
+      known.insert({s->name, s->resource_version});
+      times.insert(s->taint_times.begin(), s->taint_times.end());
+      (s->pool == options_.node_name ? ours : stale).push_back(*std::move(s));
+    }
+  }
+  std::sort(ours.begin(), ours.end(),
+            [](const PublishedSlice& a, const PublishedSlice& b) {
+              return a.name < b.name;
+            });
+  int64_t generation = 0;
+  for (const PublishedSlice& s : ours) {
+    generation = std::max(generation, s.generation);
+  }
+  std::vector<std::vector<SliceDevice>> wanted =
+      CutIntoSlices(std::move(devices), options_.limits);
+  const int64_t count = static_cast<int64_t>(wanted.size());
+  std::vector<size_t> changed;
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const bool same = i < ours.size() && ours[i].devices == wanted[i] &&
+                      ours[i].slice_count == count &&
+                      ours[i].generation == generation &&
+                      ours[i].node_name == options_.node_name;
+    if (!same) changed.push_back(i);
+  }
+  for (size_t i = wanted.size(); i < ours.size(); ++i) {
+    stale.push_back(ours[i]);
+  }
+  if (ours.size() > wanted.size()) ours.resize(wanted.size());
+
+  if (!changed.empty() || !stale.empty()) {
+    // One slice changing in place is atomic for consumers; anything more
+    // is a new generation, written to every slice.
+    const bool in_place = changed.size() == 1 && stale.empty() &&
+                          ours.size() == wanted.size() && generation > 0;
+    if (!in_place) {
+      ++generation;
+      changed.clear();
+      for (size_t i = 0; i < wanted.size(); ++i) changed.push_back(i);
+    }
+    for (size_t i : changed) {
+      SliceObject o;
+      if (i < ours.size()) {
+        o.name = ours[i].name;
+        o.resource_version = ours[i].resource_version;
+      }
+      o.driver = options_.driver_name;
+      o.node_name = options_.node_name;
+      o.generation = generation;
+      o.slice_count = count;
+      o.devices = wanted[i];
+      nlohmann::json body = SliceJson(o, owner, times);
+      absl::StatusOr<nlohmann::json> written =
+          o.name.empty()
+              ? api_.Create(collection_, body)
+              : api_.Update(absl::StrCat(collection_, "/", o.name), body);
+      if (!written.ok()) return written.status();
+      absl::StatusOr<PublishedSlice> back = ParseSlice(*written);
+      if (!back.ok()) return back.status();
+      if (i < ours.size()) {
+        known.erase({ours[i].name, ours[i].resource_version});
+      }
+      absl::MutexLock lock(&mu_);
+      known_.insert({back->name, back->resource_version});
+      known.insert({back->name, back->resource_version});
+      if (AnyTaint(wanted[i]) && !AnyTaint(back->devices) &&
+          !status_.taints_dropped) {
+        status_.taints_dropped = true;
+        dirty_ = true;
+        next_attempt_ = absl::InfinitePast();
+        LOG_WARN(
+            "The API server dropped the taints of our devices (the "
+            "DRADeviceTaints feature gate is off): unhealthy devices are "
+            "left out of the ResourceSlices instead until they recover");
+      }
+    }
+    for (const PublishedSlice& s : stale) {
+      {
+        absl::MutexLock lock(&mu_);
+        deleted_.insert(s.name);
+      }
+      absl::Status deleted =
+          api_.Delete(absl::StrCat(collection_, "/", s.name));
+      if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
+      known.erase({s.name, s.resource_version});
+    }
+    size_t total = 0;
+    for (const auto& w : wanted) total += w.size();
+    LOG_INFO(
+        "Published {} device(s) in {} ResourceSlice(s) of pool {}, "
+        "generation {}{}",
+        total, wanted.size(), options_.node_name, generation,
+        stale.empty()
+            ? ""
+            : absl::StrCat(" (deleted ", stale.size(), " obsolete slice(s))"));
+  }
+  absl::MutexLock lock(&mu_);
+  known_ = std::move(known);
+  if (std::string rv = MetadataString(*list, "resourceVersion"); !rv.empty()) {
+    list_resource_version_ = rv;
+  }
+  status_.generation = generation;
+  status_.slices = wanted.size();
+  status_.devices = 0;
+  for (const auto& w : wanted) status_.devices += w.size();
+  return absl::OkStatus();
+}
+
+void SlicePublisher::RunWatch() {
+  std::string rv;
+  absl::Duration pause = options_.initial_backoff;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      if (rv.empty()) rv = list_resource_version_;
+    }
+    kube::ListOptions watch;
+    watch.field_selector = field_selector_;
+    watch.resource_version = rv;
+    absl::Status s = api_.Watch(
+        collection_, watch, options_.watch_timeout,
+        [&](const kube::WatchEvent& e) {
+          const std::string name = MetadataString(e.object, "name");
+          const std::string version =
+              MetadataString(e.object, "resourceVersion");
+          if (!version.empty()) rv = version;
+          if (e.type == "BOOKMARK") return true;
+          bool ours;
+          {
+            absl::MutexLock lock(&mu_);
+            if (e.type == "DELETED") {
+              ours = deleted_.erase(name) > 0;
+            } else {
+              ours = known_.contains({name, version});
+            }
+          }
+          if (!ours) {
+            VLOG(1, "ResourceSlice {} {} by someone else; republishing", name,
+                 absl::AsciiStrToLower(e.type));
+            MarkOutOfSync();
+          }
+          return true;
+        });
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    if (s.ok()) {
+      pause = options_.initial_backoff;
+      continue;  // the server ended the watch: resume from rv
+    }
+    if (absl::IsOutOfRange(s)) {
+      rv.clear();  // too old: start over (ADDED for what is there)
+      MarkOutOfSync();
+      continue;
+    }
+    // The connection was lost: what happened meanwhile is unknown, so
+    // check the pool, and watch again from the current state.
+    VLOG(1, "Watching ResourceSlices failed ({}); again in {}", s.message(),
+         absl::FormatDuration(pause));
+    MarkOutOfSync();
+    rv.clear();
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), pause);
+    pause = std::min(pause * 2, options_.max_backoff);
+  }
+}
+
+}  // namespace gdp::dra

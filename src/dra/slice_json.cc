@@ -1,0 +1,216 @@
+#include "dra/slice_json.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace gdp::dra {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kApiVersion[] = "resource.k8s.io/v1";
+// The API server cuts a generateName to 63 - 5 characters before it adds
+// 5 random ones.
+constexpr size_t kMaxGenerateName = 58;
+
+json AttributeJson(const AttributeValue& v) {
+  switch (v.kind) {
+    case AttributeValue::Kind::kInt:
+      return {{"int", v.int_value}};
+    case AttributeValue::Kind::kBool:
+      return {{"bool", v.bool_value}};
+    case AttributeValue::Kind::kString:
+      return {{"string", v.text}};
+    case AttributeValue::Kind::kVersion:
+      return {{"version", v.text}};
+  }
+  return json::object();
+}
+
+// Our value of a published attribute, or nullopt when it is not exactly one
+// kind we publish.
+std::optional<AttributeValue> ParseAttribute(const json& j) {
+  if (!j.is_object() || j.size() != 1) return std::nullopt;
+  const auto& [kind, value] = *j.items().begin();
+  if (kind == "int" && value.is_number_integer()) {
+    return AttributeValue::Int(value.get<int64_t>());
+  }
+  if (kind == "bool" && value.is_boolean()) {
+    return AttributeValue::Bool(value.get<bool>());
+  }
+  if (kind == "string" && value.is_string()) {
+    return AttributeValue::String(value.get<std::string>());
+  }
+  if (kind == "version" && value.is_string()) {
+    return AttributeValue::Version(value.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+std::string StringAt(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+int64_t IntAt(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+}
+
+// A device that cannot match anything we publish (its name keeps it
+// apart in messages).
+SliceDevice Unreadable(const std::string& name) {
+  SliceDevice d;
+  d.name = name;
+  d.attributes["\x01unreadable"] = AttributeValue::Bool(true);
+  return d;
+}
+
+SliceDevice ParseDevice(const json& j, TaintTimes* times) {
+  const std::string name = StringAt(j, "name");
+  SliceDevice d;
+  d.name = name;
+  if (auto a = j.find("attributes"); a != j.end() && a->is_object()) {
+    for (const auto& [key, value] : a->items()) {
+      std::optional<AttributeValue> v = ParseAttribute(value);
+      if (!v.has_value()) return Unreadable(name);
+      d.attributes[key] = *std::move(v);
+    }
+  }
+  if (auto c = j.find("capacity"); c != j.end() && c->is_object()) {
+    for (const auto& [key, value] : c->items()) {
+      std::optional<uint64_t> n;
+      if (value.is_object() && value.contains("value") &&
+          value["value"].is_string()) {
+        n = ParseWholeQuantity(value["value"].get<std::string>());
+      }
+      if (!n.has_value() || value.size() != 1) return Unreadable(name);
+      d.capacity[key] = *n;
+    }
+  }
+  if (auto t = j.find("taints"); t != j.end() && t->is_array()) {
+    for (const json& taint : *t) {
+      if (!taint.is_object()) return Unreadable(name);
+      Taint x{StringAt(taint, "key"), StringAt(taint, "value"),
+              StringAt(taint, "effect")};
+      if (std::string added = StringAt(taint, "timeAdded"); !added.empty()) {
+        (*times)[{name, x.key, x.value, x.effect}] = added;
+      }
+      d.taints.push_back(std::move(x));
+    }
+  }
+  // Fields we never publish (consumesCounters, bindsToNode, ...) make it
+  // differ.
+  for (const auto& [key, unused] : j.items()) {
+    if (key != "name" && key != "attributes" && key != "capacity" &&
+        key != "taints") {
+      return Unreadable(name);
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+json SliceJson(const SliceObject& s, const NodeOwner& owner,
+               const TaintTimes& times) {
+  json metadata = json::object();
+  if (s.name.empty()) {
+    metadata["generateName"] = absl::StrCat(s.node_name, "-", s.driver, "-")
+                                   .substr(0, kMaxGenerateName);
+  } else {
+    metadata["name"] = s.name;
+  }
+  if (!s.resource_version.empty()) {
+    metadata["resourceVersion"] = s.resource_version;
+  }
+  metadata["ownerReferences"] = json::array({{{"apiVersion", "v1"},
+                                              {"kind", "Node"},
+                                              {"name", owner.name},
+                                              {"uid", owner.uid},
+                                              {"controller", true}}});
+  json devices = json::array();
+  for (const SliceDevice& d : s.devices) {
+    json device = {{"name", d.name}};
+    if (!d.attributes.empty()) {
+      json attributes = json::object();
+      for (const auto& [key, value] : d.attributes) {
+        attributes[key] = AttributeJson(value);
+      }
+      device["attributes"] = std::move(attributes);
+    }
+    if (!d.capacity.empty()) {
+      json capacity = json::object();
+      for (const auto& [key, value] : d.capacity) {
+        capacity[key] = {{"value", CanonicalQuantity(value)}};
+      }
+      device["capacity"] = std::move(capacity);
+    }
+    if (!d.taints.empty()) {
+      json taints = json::array();
+      for (const Taint& t : d.taints) {
+        json taint = {{"key", t.key}, {"effect", t.effect}};
+        if (!t.value.empty()) taint["value"] = t.value;
+        if (auto it = times.find({d.name, t.key, t.value, t.effect});
+            it != times.end()) {
+          taint["timeAdded"] = it->second;
+        }
+        taints.push_back(std::move(taint));
+      }
+      device["taints"] = std::move(taints);
+    }
+    devices.push_back(std::move(device));
+  }
+  return {{"apiVersion", kApiVersion},
+          {"kind", "ResourceSlice"},
+          {"metadata", std::move(metadata)},
+          {"spec",
+           {{"driver", s.driver},
+            {"pool",
+             {{"name", s.node_name},
+              {"generation", s.generation},
+              {"resourceSliceCount", s.slice_count}}},
+            {"nodeName", s.node_name},
+            {"devices", std::move(devices)}}}};
+}
+
+absl::StatusOr<PublishedSlice> ParseSlice(const json& object) {
+  if (!object.is_object() || !object.contains("metadata") ||
+      !object["metadata"].is_object()) {
+    return absl::InvalidArgumentError("ResourceSlice without metadata");
+  }
+  const json& metadata = object["metadata"];
+  PublishedSlice s;
+  s.name = StringAt(metadata, "name");
+  s.resource_version = StringAt(metadata, "resourceVersion");
+  if (s.name.empty()) {
+    return absl::InvalidArgumentError("ResourceSlice without metadata.name");
+  }
+  auto spec = object.find("spec");
+  if (spec == object.end() || !spec->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ResourceSlice ", s.name, " has no spec"));
+  }
+  s.driver = StringAt(*spec, "driver");
+  s.node_name = StringAt(*spec, "nodeName");
+  if (auto pool = spec->find("pool");
+      pool != spec->end() && pool->is_object()) {
+    s.pool = StringAt(*pool, "name");
+    s.generation = IntAt(*pool, "generation");
+    s.slice_count = IntAt(*pool, "resourceSliceCount");
+  }
+  if (auto devices = spec->find("devices");
+      devices != spec->end() && devices->is_array()) {
+    for (const json& d : *devices) {
+      if (!d.is_object()) {
+        s.devices.push_back(Unreadable(""));
+        continue;
+      }
+      s.devices.push_back(ParseDevice(d, &s.taint_times));
+    }
+  }
+  return s;
+}
+
+}  // namespace gdp::dra
