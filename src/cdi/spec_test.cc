@@ -13,8 +13,8 @@ namespace gdp::cdi {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::HasSubstr;
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 Device Unit(std::string id, std::vector<std::string> nodes,
             std::string visible_id = "") {

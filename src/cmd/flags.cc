@@ -209,11 +209,12 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
                  "the DRA driver name (ResourceSlices, DeviceClasses)")
       ->envname("DRA_DRIVER_NAME");
   CLI::Option* registration_dir =
-      app.add_option("--kubelet-registration-dir,"
-                     "--kubelet-registrar-directory-path",
-                     c.dra.registration_dir,
-                     "the kubelet's plugin registration directory; our "
-                     "registration socket is <dir>/<driver>-reg.sock")
+      app.add_option(
+             "--kubelet-registration-dir,"
+             "--kubelet-registrar-directory-path",
+             c.dra.registration_dir,
+             "the kubelet's plugin registration directory; our "
+             "registration socket is <dir>/<driver>-reg.sock")
           ->envname("KUBELET_REGISTRATION_DIR");
   CLI::Option* plugins_dir =
       app.add_option("--kubelet-plugins-dir,--kubelet-plugins-directory-path",
@@ -273,10 +274,9 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
   }
   // Where the API server is from inside a pod (client-go's in-cluster
   // config reads the same variables).
-  for (auto [variable, dest] :
-       {std::pair<const char*, std::string*>{"KUBERNETES_SERVICE_HOST",
-                                             &c.dra.api_host},
-        {"KUBERNETES_SERVICE_PORT", &c.dra.api_port}}) {
+  for (auto [variable, dest] : {std::pair<const char*, std::string*>{
+                                    "KUBERNETES_SERVICE_HOST", &c.dra.api_host},
+                                {"KUBERNETES_SERVICE_PORT", &c.dra.api_port}}) {
     if (const char* v = std::getenv(variable); v != nullptr) *dest = v;
   }
   for (const auto& [opt, setting] : tracked) {

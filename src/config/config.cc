@@ -295,14 +295,13 @@ absl::Status ValidateDra(const Config& c, const Checker& check) {
     return check.Error("--node-name", s.message());
   }
   for (auto [flag, dir] :
-       {std::pair<const char*, const std::string&>{
-            "--kubelet-registration-dir", d.registration_dir},
+       {std::pair<const char*, const std::string&>{"--kubelet-registration-dir",
+                                                   d.registration_dir},
         {"--kubelet-plugins-dir", d.plugins_dir}}) {
     if (absl::Status s = check.AbsolutePath(flag, dir); !s.ok()) return s;
   }
-  const std::filesystem::path reg =
-      std::filesystem::path(d.registration_dir) /
-      absl::StrCat(d.driver_name, "-reg.sock");
+  const std::filesystem::path reg = std::filesystem::path(d.registration_dir) /
+                                    absl::StrCat(d.driver_name, "-reg.sock");
   const std::filesystem::path endpoint =
       std::filesystem::path(d.plugins_dir) / d.driver_name / "dra.sock";
   if (absl::Status s =

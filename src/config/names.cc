@@ -193,9 +193,9 @@ bool IsDeviceRef(absl::string_view ref) {
 absl::Status CheckDnsSubdomain(absl::string_view name, size_t max_length) {
   if (name.empty()) return absl::InvalidArgumentError("must not be empty");
   if (name.size() > max_length) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("is ", name.size(), " characters long; at most ",
-                     max_length, " are allowed"));
+    return absl::InvalidArgumentError(absl::StrCat("is ", name.size(),
+                                                   " characters long; at most ",
+                                                   max_length, " are allowed"));
   }
   if (!IsDnsSubdomain(name)) {
     return absl::InvalidArgumentError(absl::StrCat(

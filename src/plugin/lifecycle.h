@@ -13,9 +13,9 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "plugin/registrar.h"
 #include "rpc/dir_watcher.h"
 #include "rpc/socket_server.h"
-#include "plugin/registrar.h"
 #include "util/file_id.h"
 
 namespace gdp {

@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
-#include "rpc/socket_server.h"
 #include "plugin/wire.h"
+#include "rpc/socket_server.h"
 
 namespace gdp {
 namespace {

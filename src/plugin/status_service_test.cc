@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "rpc/socket_server.h"
 #include "plugin/service.h"
+#include "rpc/socket_server.h"
 
 namespace gdp {
 namespace {

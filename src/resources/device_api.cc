@@ -61,9 +61,10 @@ std::vector<Pick> PickForDra(const NodeGpus& node,
       for (size_t k = 0; k < d.list.size(); ++k) {
         std::optional<UnitRef> u = Resolve(node, d.list[k]);
         if (!u.has_value()) {
-          LOG_WARN("dra.devices[{}]: '{}' names no GPU or MIG device of this "
-                   "node; skipped",
-                   k, d.list[k]);
+          LOG_WARN(
+              "dra.devices[{}]: '{}' names no GPU or MIG device of this "
+              "node; skipped",
+              k, d.list[k]);
           continue;
         }
         if (u->mig.has_value()) {
@@ -98,8 +99,8 @@ absl::Status CheckSharing(const NodeGpus& node, const Config& c,
       if (!u.has_value()) continue;
       const Pick& p = picks[u->gpu];
       const bool taken =
-          p.whole || (u->mig.has_value() ? p.migs.contains(*u->mig)
-                                         : !p.migs.empty());
+          p.whole ||
+          (u->mig.has_value() ? p.migs.contains(*u->mig) : !p.migs.empty());
       if (taken) {
         return absl::InvalidArgumentError(absl::StrCat(
             base, ".resources[", i, "].devices[", k, "]: '", d.list[k],
@@ -162,9 +163,10 @@ absl::StatusOr<DeviceApiSplit> SplitDeviceApis(const NodeGpus& node,
     if (both) {
       out.device_plugin.gpus.push_back(g);
     } else {
-      LOG_INFO("{} is not in dra.devices and the device API is dra: not "
-               "served",
-               GpuLabel(g));
+      LOG_INFO(
+          "{} is not in dra.devices and the device API is dra: not "
+          "served",
+          GpuLabel(g));
     }
   }
   return out;

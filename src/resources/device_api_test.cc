@@ -160,9 +160,8 @@ TEST(SplitDeviceApisTest, RefusesAUnitBothWouldOffer) {
     shared.sharing.resources.push_back(r);
     s = SplitDeviceApis(Node(), shared);
     ASSERT_FALSE(s.ok());
-    EXPECT_THAT(
-        s.status().message(),
-        HasSubstr("sharing.timeSlicing.resources[0].devices[1]"));
+    EXPECT_THAT(s.status().message(),
+                HasSubstr("sharing.timeSlicing.resources[0].devices[1]"));
     EXPECT_THAT(s.status().message(), HasSubstr("which DRA serves"));
   }
   // A MIG device the device plugin keeps may be shared.

@@ -30,7 +30,9 @@ class DeviceStream final : public grpc::ServerWriteReactor<Response> {
   // `devices` must outlive the stream (the server shuts down before it
   // goes). `on_done` (may be empty) runs once when the stream ends.
   DeviceStream(DeviceSet& devices, Fill fill, std::function<void()> on_done)
-      : devices_(devices), fill_(std::move(fill)), on_done_(std::move(on_done)) {
+      : devices_(devices),
+        fill_(std::move(fill)),
+        on_done_(std::move(on_done)) {
     // Subscribe before taking mu_: callbacks run under the DeviceSet's lock
     // and then take mu_, so mu_ must never be held while subscribing.
     token_ = devices_.Subscribe([this] { Changed(false); });
