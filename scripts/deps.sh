@@ -7,13 +7,15 @@ build=(
   cmake ninja-build g++ pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
-  libcpp-httplib-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
 )
 # The clang + sanitizer build; the deploy tests (tests/deploy) render the
 # manifests with kubectl and check them with python3-kubernetes; the metrics
-# test parses /metrics with python3-prometheus-client; the demo uses curl.
+# test parses /metrics with python3-prometheus-client; the Kubernetes API
+# server emulator (tests/kube) makes its CA with python3-cryptography; the
+# demo uses curl.
 packages=("${build[@]}" clang libclang-rt-14-dev python3-kubernetes
-          python3-yaml python3-prometheus-client curl)
+          python3-yaml python3-prometheus-client python3-cryptography curl)
 # Debian's kubectl conflicts with Google's kubectl package: only when none.
 command -v kubectl > /dev/null || packages+=(kubernetes-client)
 [ "${1:-}" = "--build" ] && packages=("${build[@]}")

@@ -12,6 +12,8 @@
 #include "device/mig_caps.h"
 #include "health/apply.h"
 #include "health/xid_policy.h"
+#include "kube/config.h"
+#include "resources/device_api.h"
 #include "resources/resources.h"
 #include "topology/discover.h"
 #include "util/logging.h"
@@ -28,18 +30,22 @@ bool UsesCdi(const Config& c) {
          Has(c.device_list_strategies, DeviceListStrategy::kCdiCri);
 }
 
-bool NeedsMigCaps(const Config& c, const NodeGpus& node) {
-  return c.mig_strategy != MigStrategy::kNone &&
-         std::any_of(node.gpus.begin(), node.gpus.end(), [](const GpuInfo& g) {
-           return g.mig_enabled && !g.migs.empty();
-         });
+bool AnyMigDevice(const NodeGpus& node) {
+  return std::any_of(node.gpus.begin(), node.gpus.end(), [](const GpuInfo& g) {
+    return g.mig_enabled && !g.migs.empty();
+  });
 }
 
-// Writes the CDI spec for `devices` (all resources together) into
-// config.cdi_spec_dir, or removes it when there are none.
-absl::Status WriteCdiSpec(const Config& c, const NodeGpus& node,
-                          const std::vector<Device>& devices) {
-  if (devices.empty()) return cdi::RemoveSpec(c.cdi_spec_dir);
+// The device plugin advertises MIG devices only with a MIG strategy; the
+// DRA side always publishes a MIG-enabled GPU's MIG devices.
+bool NeedsMigCaps(const Config& c, const DeviceApiSplit& split) {
+  return (c.mig_strategy != MigStrategy::kNone &&
+          AnyMigDevice(split.device_plugin)) ||
+         AnyMigDevice(split.dra);
+}
+
+// Where CDI specs find the driver's files and device nodes under `c`.
+cdi::CdiSpecOptions CdiOptions(const Config& c) {
   cdi::CdiSpecOptions o;
   o.host_driver_root = c.driver_root;
   std::error_code ec;
@@ -47,6 +53,15 @@ absl::Status WriteCdiSpec(const Config& c, const NodeGpus& node,
                       ? c.container_driver_root
                       : c.driver_root;
   o.dev_root = c.DevRoot();
+  return o;
+}
+
+// Writes the CDI spec for `devices` (all resources together) into
+// config.cdi_spec_dir, or removes it when there are none.
+absl::Status WriteCdiSpec(const Config& c, const NodeGpus& node,
+                          const std::vector<Device>& devices) {
+  if (devices.empty()) return cdi::RemoveSpec(c.cdi_spec_dir);
+  cdi::CdiSpecOptions o = CdiOptions(c);
   o.driver_version = node.driver_version;
   absl::StatusOr<nlohmann::json> spec = cdi::GenerateSpec(o, devices);
   if (!spec.ok()) return spec.status();
@@ -66,6 +81,9 @@ absl::Status CheckReloadable(const Config& running, const Config& next) {
   } fixed[] = {
       {"kubelet socket", running.kubelet_socket != next.kubelet_socket},
       {"driver root", running.driver_root != next.driver_root},
+      {"device API (--device-api, flags.deviceAPI)",
+       running.device_api != next.device_api},
+      {"DRA settings (dra.devices and the DRA flags)", running.dra != next.dra},
   };
   for (const Fixed& f : fixed) {
     if (f.changed) {
@@ -116,13 +134,57 @@ Daemon::~Daemon() {
   if (monitor_ != nullptr) monitor_->Stop();
   if (monitor_thread_.joinable()) monitor_thread_.join();
   health_.SetOnChange(nullptr);
+  dra_.reset();
   absl::MutexLock lock(&health_mu_);
   manager_.StopAll();
+}
+
+absl::Status Daemon::StartDra() {
+  const DraConfig& d = config_.dra;
+  absl::StatusOr<kube::ClientConfig> api =
+      d.kubeconfig.empty() ? kube::InClusterConfig(d.api_host, d.api_port)
+                           : kube::LoadKubeconfig(d.kubeconfig);
+  if (!api.ok()) {
+    return absl::Status(api.status().code(),
+                        absl::StrCat("DRA: the API server's address and "
+                                     "credentials: ",
+                                     api.status().message()));
+  }
+  dra::DraDriverOptions o;
+  o.driver_name = d.driver_name;
+  o.node_name = d.node_name;
+  o.registration_dir = d.registration_dir;
+  o.plugins_dir = d.plugins_dir;
+  o.cdi_dir = config_.cdi_spec_dir;
+  o.proc_root = config_.proc_root;
+  o.cdi = CdiOptions(config_);
+  o.mps_root = config_.mps_root;
+  o.api = *std::move(api);
+  absl::StatusOr<std::unique_ptr<dra::DraDriver>> driver =
+      dra::DraDriver::Create(std::move(o));
+  if (!driver.ok()) {
+    return absl::Status(driver.status().code(),
+                        absl::StrCat("DRA: ", driver.status().message()));
+  }
+  dra_ = *std::move(driver);
+  LOG_INFO("DRA driver {} for node {} ({} access to the API server)",
+           d.driver_name, d.node_name,
+           d.kubeconfig.empty() ? std::string("in-cluster")
+                                : absl::StrCat("kubeconfig ", d.kubeconfig));
+  return absl::OkStatus();
+}
+
+std::optional<dra::DraStatus> Daemon::Dra() const {
+  if (dra_ == nullptr) return std::nullopt;
+  return dra_->status();
 }
 
 absl::Status Daemon::Start(NodeGpus node) {
   node_ = std::move(node);
   LOG_INFO("Health checks: {}", health_.policy().Describe());
+  if (config_.ServesDra()) {
+    if (absl::Status s = StartDra(); !s.ok()) return s;
+  }
   health_.SetOnChange([this] { PushHealth(); });
   if (absl::Status s = Apply(config_, node_); !s.ok()) return s;
   if (!health_.policy().monitoring_disabled()) {
@@ -150,12 +212,21 @@ void Daemon::DiscoverTopologyLocked(std::shared_ptr<const NodeGpus> node) {
   auto t =
       std::make_shared<const NodeTopology>(DiscoverNodeTopology(nvml_, *node));
   std::shared_ptr<const NodeTopology> old = topology_->Get();
-  if (old == nullptr || old->UsableCount() != t->UsableCount()) {
+  const bool changed = old == nullptr || old->UsableCount() != t->UsableCount();
+  if (changed) {
     LOG_INFO("Topology: {} of {} GPU(s) ranked by NVLink, PCIe and NUMA",
              t->UsableCount(), t->topology().num_gpus());
   }
   topology_node_ = std::move(node);
-  topology_->Set(std::move(t));
+  topology_->Set(t);
+  // The DRA side's NVLink domains follow (its first Apply comes after).
+  if (changed && old != nullptr && dra_ != nullptr) {
+    if (absl::Status s = dra_->Apply(dra_node_, std::move(t),
+                                     dra_caps_ ? &*dra_caps_ : nullptr);
+        !s.ok()) {
+      LOG_ERROR("DRA: cannot apply the new topology: {}", s.message());
+    }
+  }
 }
 
 void Daemon::PushHealthLocked() {
@@ -164,19 +235,25 @@ void Daemon::PushHealthLocked() {
       ApplyHealth(health_, *set);
     }
   }
+  if (dra_ != nullptr) ApplyHealth(health_, dra_->devices());
 }
 
 absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
+  absl::StatusOr<DeviceApiSplit> split = SplitDeviceApis(node, c);
+  if (!split.ok()) return split.status();
   std::optional<MigCaps> caps;
-  if (NeedsMigCaps(c, node)) {
+  if (NeedsMigCaps(c, *split)) {
     absl::StatusOr<MigCaps> read = MigCaps::Read(c.proc_root);
     if (!read.ok()) return read.status();
     caps = *std::move(read);
   }
   absl::StatusOr<std::vector<Resource>> resources =
-      BuildResources(node, c, caps.has_value() ? &*caps : nullptr);
+      c.ServesDevicePlugin()
+          ? BuildResources(split->device_plugin, c,
+                           caps.has_value() ? &*caps : nullptr)
+          : std::vector<Resource>{};
   if (!resources.ok()) return resources.status();
-  if (resources->empty()) {
+  if (resources->empty() && c.ServesDevicePlugin()) {
     LOG_WARN("No devices to advertise with this configuration");
   }
   if (!UsesCdi(c) && UsesCdi(config_)) {  // CDI turned off by a reload
@@ -197,6 +274,7 @@ absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
       DeviceHealth h = health_.HealthOf(d);
       d.health = h.health;
       d.unhealthy_reason = std::move(h.reason);
+      d.unhealthy_cause = h.cause;
     }
     PluginSpec s;
     s.allocator = AllocatorOptionsFor(c, r);
@@ -206,6 +284,15 @@ absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
   }
   absl::MutexLock lock(&health_mu_);
   DiscoverTopologyLocked(std::make_shared<const NodeGpus>(node));
+  if (dra_ != nullptr) {
+    if (absl::Status s = dra_->Apply(split->dra, topology_->Get(),
+                                     caps.has_value() ? &*caps : nullptr);
+        !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("DRA: ", s.message()));
+    }
+    dra_node_ = split->dra;
+    dra_caps_ = caps;
+  }
   absl::Status applied = manager_.Apply(std::move(specs));
   PushHealthLocked();  // catches changes made while building
   return applied;

@@ -11,6 +11,7 @@
 #define GDP_CMD_DAEMON_H_
 
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -18,6 +19,8 @@
 #include "absl/synchronization/mutex.h"
 #include "config/config.h"
 #include "device/gpu.h"
+#include "device/mig_caps.h"
+#include "dra/driver.h"
 #include "health/monitor.h"
 #include "health/tracker.h"
 #include "nvml/nvml.h"
@@ -56,11 +59,16 @@ class Daemon {
   std::vector<PluginStatus> Plugins() const { return manager_.Statuses(); }
   // Thread-safe: why the health monitor finds NVML failing, or "".
   std::string NvmlFailure() const { return health_.nvml_failure(); }
+  // Thread-safe: what the DRA side is doing; absent when it does not run
+  // (--device-api device-plugin).
+  std::optional<dra::DraStatus> Dra() const;
 
  private:
   // Builds everything for `config` on `node` and applies it.
   absl::Status Apply(const Config& config, const NodeGpus& node)
       ABSL_LOCKS_EXCLUDED(health_mu_);
+  // The DRA side for config_ (--device-api dra or both).
+  absl::Status StartDra();
   // Sets every running resource's device health from the tracker.
   void PushHealth() ABSL_LOCKS_EXCLUDED(health_mu_);
   void PushHealthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
@@ -80,6 +88,11 @@ class Daemon {
   std::shared_ptr<const NodeGpus> topology_node_ ABSL_GUARDED_BY(health_mu_);
   const std::shared_ptr<SharedTopology> topology_;
   PluginManager manager_;  // guarded by health_mu_ for Apply
+  // The DRA side, or null (device plugin only); Apply'd under health_mu_.
+  std::unique_ptr<dra::DraDriver> dra_;
+  // What the DRA side was last given (a topology change applies it again).
+  NodeGpus dra_node_ ABSL_GUARDED_BY(health_mu_);
+  std::optional<MigCaps> dra_caps_ ABSL_GUARDED_BY(health_mu_);
   std::unique_ptr<HealthMonitor> monitor_;
   std::thread monitor_thread_;
 };

@@ -1,5 +1,6 @@
 #include "cmd/endpoints.h"
 
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,12 @@
 
 namespace gdp {
 namespace {
+
+std::optional<DraProbe> ToProbe(const std::optional<dra::DraStatus>& s) {
+  if (!s.has_value()) return std::nullopt;
+  return DraProbe{s->serving, s->registered, s->registration_error,
+                  s->slices.in_sync, s->slices.last_error};
+}
 
 metrics::FamilySnapshot Gauge(const std::string& name, const std::string& help,
                               std::vector<std::string> labels) {
@@ -73,13 +80,14 @@ absl::Status Endpoints::NotServing() const {
 absl::Status Endpoints::Healthz() const {
   absl::MutexLock lock(&mu_);
   if (daemon_ == nullptr) return NotServing();
-  return Liveness(daemon_->NvmlFailure(), daemon_->Plugins());
+  return Liveness(daemon_->NvmlFailure(), daemon_->Plugins(),
+                  ToProbe(daemon_->Dra()));
 }
 
 absl::Status Endpoints::Readyz() const {
   absl::MutexLock lock(&mu_);
   if (daemon_ == nullptr) return NotServing();
-  return Readiness(daemon_->Plugins());
+  return Readiness(daemon_->Plugins(), ToProbe(daemon_->Dra()));
 }
 
 std::vector<metrics::FamilySnapshot> Endpoints::Collect() const {
@@ -98,6 +106,18 @@ std::vector<metrics::FamilySnapshot> Endpoints::Collect() const {
   metrics::FamilySnapshot nvml =
       Gauge("gpu_device_plugin_nvml_ok",
             "1 when NVML is loaded and not failing, else 0.", {});
+  metrics::FamilySnapshot dra_devices =
+      Gauge("gpu_device_plugin_dra_devices",
+            "Devices the DRA driver publishes now, by health.", {"health"});
+  metrics::FamilySnapshot dra_registered =
+      Gauge("gpu_device_plugin_dra_registered",
+            "1 when the kubelet has registered the DRA driver, else 0.", {});
+  metrics::FamilySnapshot dra_slices = Gauge(
+      "gpu_device_plugin_dra_slices_in_sync",
+      "1 when this node's ResourceSlices are what the driver publishes.", {});
+  metrics::FamilySnapshot dra_claims =
+      Gauge("gpu_device_plugin_dra_prepared_claims",
+            "Claims prepared on this node now.", {});
   absl::MutexLock lock(&mu_);
   bool nvml_ok = daemon_ != nullptr && daemon_->NvmlFailure().empty();
   nvml.samples.push_back({{}, nvml_ok ? 1.0 : 0.0});
@@ -112,7 +132,23 @@ std::vector<metrics::FamilySnapshot> Endpoints::Collect() const {
           {{p.resource}, static_cast<double>(p.open_streams)});
     }
   }
-  return {devices, registered, streams, nvml};
+  std::vector<metrics::FamilySnapshot> out = {devices, registered, streams,
+                                              nvml};
+  if (std::optional<dra::DraStatus> d =
+          daemon_ != nullptr ? daemon_->Dra() : std::nullopt;
+      d.has_value()) {
+    dra_devices.samples.push_back(
+        {{"healthy"}, static_cast<double>(d->healthy)});
+    dra_devices.samples.push_back(
+        {{"unhealthy"}, static_cast<double>(d->devices - d->healthy)});
+    dra_registered.samples.push_back({{}, d->registered ? 1.0 : 0.0});
+    dra_slices.samples.push_back({{}, d->slices.in_sync ? 1.0 : 0.0});
+    dra_claims.samples.push_back({{}, static_cast<double>(d->prepared_claims)});
+    for (auto* f : {&dra_devices, &dra_registered, &dra_slices, &dra_claims}) {
+      out.push_back(std::move(*f));
+    }
+  }
+  return out;
 }
 
 void CountConfigReload(const absl::Status& result) {

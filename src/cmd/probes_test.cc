@@ -78,5 +78,39 @@ TEST(ProbesTest, Readiness) {
             "nvidia.com/mig-1g.10gb");
 }
 
+TEST(ProbesTest, DraSide) {
+  DraProbe fine{.serving = true,
+                .registered = true,
+                .registration_error = "",
+                .slices_in_sync = true,
+                .slices_error = ""};
+  EXPECT_TRUE(Liveness("", {}, fine).ok());
+  EXPECT_TRUE(Readiness({}, fine).ok());
+
+  // Not served: not live. Not registered or not published: not ready, but
+  // live (the kubelet registers a served plugin; a restart cures no API
+  // server).
+  DraProbe down = fine;
+  down.serving = false;
+  EXPECT_THAT(Liveness("", {}, down).message(),
+              HasSubstr("the DRA plugin's sockets are not served"));
+  DraProbe refused = fine;
+  refused.registered = false;
+  refused.registration_error = "version not supported";
+  refused.slices_in_sync = false;
+  refused.slices_error = "GET /api/v1/nodes/n: Unavailable";
+  EXPECT_TRUE(Liveness("", {}, refused).ok());
+  absl::Status s = Readiness({Plugin("nvidia.com/gpu", false, 0)}, refused);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(s.message(), HasSubstr("not registered with the kubelet: "
+                                     "nvidia.com/gpu"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("the DRA driver is not registered with the kubelet "
+                        "(it refused: version not supported)"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("the ResourceSlices are not published (GET "
+                        "/api/v1/nodes/n: Unavailable)"));
+}
+
 }  // namespace
 }  // namespace gdp
