@@ -192,7 +192,11 @@ def check_object(obj):
                   namespaced=key not in {("v1", "Namespace"),
                                          ("scheduling.k8s.io/v1",
                                           "PriorityClass"),
-                                         ("node.k8s.io/v1", "RuntimeClass")})
+                                         ("node.k8s.io/v1", "RuntimeClass"),
+                                         ("rbac.authorization.k8s.io/v1",
+                                          "ClusterRole"),
+                                         ("rbac.authorization.k8s.io/v1",
+                                          "ClusterRoleBinding")})
   kind = obj["kind"]
   if kind == "Pod":
     _check_pod_spec(obj.get("spec") or {}, "spec", errors, is_template=False)

@@ -6,12 +6,18 @@
 For each directory holding a kustomization.yaml (deploy/base and every
 overlay) and each kubectl given: `kubectl kustomize <dir>` must succeed, every
 rendered object must pass the API schema and the API server's other checks
-(k8s_schema.py), and the gpu-device-plugin DaemonSet must have what issue 6
-asks for (toleration, priority class, host mounts, securityContext, probes,
-requests) plus what its overlay adds. With two kubectls the renderings must
-be the same objects (generated names' hash suffixes aside). The YAML files
-under deploy/examples/ are checked as they are. Exits 1 naming the overlay,
-object and field of every problem.
+(k8s_schema.py; dra_kinds.py for DeviceClasses and ValidatingAdmissionPolicies,
+which python3-kubernetes lacks), and the gpu-device-plugin DaemonSet must have
+what issue 6 asks for (toleration, priority class, host mounts,
+securityContext, probes, requests) plus what its overlay adds (the DRA
+overlays: dra_wiring.py). With two kubectls the renderings must be the same
+objects (generated names' hash suffixes aside). The YAML files under
+deploy/examples/ are checked as they are. Exits 1 naming the overlay, object
+and field of every problem.
+
+  --openapi PATH  the resource.k8s.io/v1 OpenAPI document DeviceClasses are
+                  checked against (default ../shared/k8s-openapi/
+                  resource.k8s.io-v1.json; absent: skipped, with a note)
 """
 
 import argparse
@@ -23,8 +29,15 @@ import sys
 
 import yaml
 
+sys.dont_write_bytecode = True  # No __pycache__ in the source tree.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import k8s_schema  # pylint: disable=wrong-import-position
+# pylint: disable=wrong-import-position
+import config_checks
+import dra_kinds
+import dra_wiring
+import k8s_schema
+from manifest_util import check_host_mount, is_true, mount_of, setting
+# pylint: enable=wrong-import-position
 
 PLUGIN = "gpu-device-plugin"
 NAMESPACE = "kube-system"
@@ -32,11 +45,15 @@ METRICS_PORT = 9445
 
 # What each overlay must add to the base; an overlay not listed here gets only
 # the base's checks.
+# device_api: the device API the plugin must run with (default
+# device-plugin); config_file: the config section the overlay exists for.
 OVERLAYS = {
     "base": {},
     "overlays/cpu-manager": {"privileged": True, "pass_device_specs": True},
-    "overlays/time-slicing": {"config_file": True},
+    "overlays/time-slicing": {"config_file": "time-slicing"},
     "overlays/labels": {"labels": True},
+    "overlays/dra": {"device_api": "dra"},
+    "overlays/dra-both": {"device_api": "both", "config_file": "dra"},
 }
 
 # Host paths the plugin needs -> (the setting naming the container path, its
@@ -75,60 +92,12 @@ def render(kubectl, directory):
   return docs, problems
 
 
-def setting(container, flag, env):
-  """The value a flag or its environment variable gives; None when unset.
-
-  A flag beats its variable, as in the plugin. A bare boolean flag is "true".
-  """
-  args = list(container.get("command") or []) + list(
-      container.get("args") or [])
-  for i, a in enumerate(args):
-    if a == flag:
-      nxt = args[i + 1] if i + 1 < len(args) else None
-      return nxt if nxt is not None and not nxt.startswith("-") else "true"
-    if a.startswith(flag + "="):
-      return a[len(flag) + 1:]
-  for e in container.get("env") or []:
-    if e.get("name") == env:
-      return e.get("value")
-  return None
-
-
-def is_true(value):
-  return value is not None and value.lower() in ("true", "1", "yes")
-
-
-def mount_of(container, volumes, path):
-  """(mount, volume) whose mountPath holds path (the deepest); (None, None)."""
-  best = (None, None)
-  for m in container.get("volumeMounts") or []:
-    mp = m["mountPath"].rstrip("/") or "/"
-    if path == mp or path.startswith(mp + "/"):
-      if best[0] is None or len(mp) > len(best[0]["mountPath"]):
-        best = (m, volumes.get(m["name"]))
-  return best
-
-
-def check_host_mount(container, volumes, host_path, ctr_path, writable,
-                     where, problems):
-  m, v = mount_of(container, volumes, ctr_path)
-  if m is None or v is None or "hostPath" not in v:
-    problems.append(f"{where}.volumeMounts: nothing mounts the host's "
-                    f"{host_path} at {ctr_path}")
-    return None
-  sub = posixpath.relpath(ctr_path, m["mountPath"])
-  got = posixpath.normpath(posixpath.join(v["hostPath"]["path"], sub))
-  if got != posixpath.normpath(host_path):
-    problems.append(f"{where}.volumeMounts[{m['name']}]: {ctr_path} is the "
-                    f"host's {got}, expected {host_path}")
-  if writable and m.get("readOnly"):
-    problems.append(f"{where}.volumeMounts[{m['name']}]: {ctr_path} must be "
-                    "writable")
-  return m
-
-
 def check_plugin(ds, rendered, expect, problems):
-  """Issue 6's requirements for the DaemonSet in one rendering."""
+  """Issue 6's requirements for the DaemonSet in one rendering.
+
+  Returns (the plugin's container, its device API), or None when the
+  DaemonSet has no container named gpu-device-plugin.
+  """
   ns = ds["metadata"].get("namespace")
   if ns != NAMESPACE:
     problems.append(f"metadata.namespace: {ns!r}, expected {NAMESPACE}")
@@ -151,14 +120,36 @@ def check_plugin(ds, rendered, expect, problems):
   containers = [c for c in spec["containers"] if c["name"] == PLUGIN]
   if len(containers) != 1:
     problems.append(f"{path}.containers: no container named {PLUGIN}")
-    return
+    return None
   c = containers[0]
   where = f"{path}.containers[{spec['containers'].index(c)}]"
   volumes = {v["name"]: v for v in spec.get("volumes") or []}
 
+  # The config file, and the device API (which it may set).
+  config = config_checks.config_path(c)
+  if bool(config) != bool(expect.get("config_file")):
+    problems.append(f"{where}: --config-file is {config!r}, expected "
+                    f"{'a file' if expect.get('config_file') else 'none'}")
+  cfg = config_checks.load_config(c, volumes, rendered, ns, where, problems)
+  if cfg is not None:
+    config_checks.check_config(cfg, expect.get("config_file"), problems)
+  api = config_checks.device_api(c, cfg, where, problems)
+  if api != expect.get("device_api", "device-plugin"):
+    problems.append(f"{where}: --device-api is {api!r}, expected "
+                    f"{expect.get('device_api', 'device-plugin')!r}")
+
   # Host directories.
-  check_host_mount(c, volumes, DEVICE_PLUGINS_DIR, DEVICE_PLUGINS_DIR, True,
-                   where, problems)
+  if api == "dra":
+    m, v = mount_of(c, volumes, DEVICE_PLUGINS_DIR)
+    if m is not None and v is not None and "hostPath" in v:
+      problems.append(f"{where}.volumeMounts[{m['name']}]: mounts the "
+                      "kubelet's device-plugins directory, which "
+                      "--device-api=dra never uses")
+  else:
+    check_host_mount(c, volumes, DEVICE_PLUGINS_DIR, DEVICE_PLUGINS_DIR,
+                     True, where, problems)
+  if api in ("dra", "both"):
+    dra_wiring.check_pod(ds, c, where, volumes, api, problems)
   cdi = setting(c, "--cdi-spec-dir", "CDI_SPEC_DIR") or CDI_DIR
   check_host_mount(c, volumes, CDI_DIR, cdi, True, where, problems)
   driver_root = setting(c, "--driver-root", "NVIDIA_DRIVER_ROOT") or "/"
@@ -242,56 +233,7 @@ def check_plugin(ds, rendered, expect, problems):
         DMI_PRODUCT_NAME
     check_host_mount(c, volumes, DMI_PRODUCT_NAME, machine, False, where,
                      problems)
-  config = setting(c, "--config-file", "CONFIG_FILE")
-  if bool(config) != bool(expect.get("config_file")):
-    problems.append(f"{where}: --config-file is {config!r}, expected "
-                    f"{'a file' if expect.get('config_file') else 'none'}")
-  if config:
-    check_config_file(c, volumes, config, rendered, ns, where, problems)
-
-
-def check_config_file(c, volumes, config, rendered, ns, where, problems):
-  """--config-file must come from a rendered ConfigMap holding a v1 config."""
-  m, v = mount_of(c, volumes, config)
-  if m is None or v is None or "configMap" not in v:
-    problems.append(f"{where}.volumeMounts: {config} is not in a mounted "
-                    "ConfigMap")
-    return
-  key = posixpath.relpath(config, m["mountPath"])
-  if m.get("subPath"):
-    key = m["subPath"]
-  name = v["configMap"]["name"]
-  cms = [o for o in rendered if o.get("kind") == "ConfigMap" and
-         o["metadata"]["name"] == name and
-         o["metadata"].get("namespace") == ns]
-  if not cms:
-    problems.append(f"spec.template.spec.volumes[{v['name']}]: ConfigMap "
-                    f"{ns}/{name} is not in the rendered output")
-    return
-  text = (cms[0].get("data") or {}).get(key)
-  if text is None:
-    problems.append(f"ConfigMap {ns}/{name}: no key {key!r} (the plugin "
-                    f"reads {config})")
-    return
-  try:
-    cfg = yaml.safe_load(text)
-  except yaml.YAMLError as e:
-    problems.append(f"ConfigMap {ns}/{name}.data.{key}: not YAML: {e}")
-    return
-  if not isinstance(cfg, dict) or cfg.get("version", "v1") != "v1":
-    problems.append(f"ConfigMap {ns}/{name}.data.{key}: version must be v1")
-    return
-  ts = ((cfg.get("sharing") or {}).get("timeSlicing") or {})
-  resources = ts.get("resources") or []
-  if not resources:
-    problems.append(f"ConfigMap {ns}/{name}.data.{key}: "
-                    "sharing.timeSlicing.resources is empty")
-  for i, r in enumerate(resources):
-    reps = r.get("replicas") if isinstance(r, dict) else None
-    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 2:
-      problems.append(f"ConfigMap {ns}/{name}.data.{key}: sharing."
-                      f"timeSlicing.resources[{i}].replicas must be an "
-                      f"integer >= 2, got {reps!r}")
+  return c, api
 
 
 def check_rendering(label, objects):
@@ -299,7 +241,7 @@ def check_rendering(label, objects):
   problems = []
   plugins = []
   for obj in objects:
-    for p in k8s_schema.check_object(obj):
+    for p in dra_kinds.check_object(obj):
       problems.append(f"{label}: {k8s_schema.describe(obj)}: {p}")
     if obj.get("kind") == "DaemonSet" and \
         obj.get("metadata", {}).get("name") == PLUGIN:
@@ -309,13 +251,21 @@ def check_rendering(label, objects):
                     f"{len(plugins)}")
     return problems
   overlay = label.split(" ")[0]
-  found = []
+  found, facts = [], None
   try:
-    check_plugin(plugins[0], objects, OVERLAYS.get(overlay, {}), found)
+    facts = check_plugin(plugins[0], objects, OVERLAYS.get(overlay, {}),
+                         found)
   except (KeyError, TypeError, AttributeError) as e:
     found.append(f"malformed object ({type(e).__name__}: {e})")
   desc = k8s_schema.describe(plugins[0])
   problems += [f"{label}: {desc}: {p}" for p in found]
+  if facts is not None and facts[1] in ("dra", "both"):
+    try:
+      around = dra_wiring.check_cluster(plugins[0], facts[0], objects,
+                                        facts[1])
+    except (KeyError, TypeError, AttributeError) as e:
+      around = [f"malformed object ({type(e).__name__}: {e})"]
+    problems += [f"{label}: {p}" for p in around]
   return problems
 
 
@@ -343,7 +293,10 @@ def main():
   ap.add_argument("--deploy-dir", required=True)
   ap.add_argument("--kubectl", action="append", required=True,
                   help="a kubectl to render with; repeat to compare two")
+  ap.add_argument("--openapi", default=dra_kinds.OPENAPI,
+                  help="the resource.k8s.io/v1 OpenAPI v3 document")
   args = ap.parse_args()
+  dra_kinds.OPENAPI = args.openapi
 
   problems = []
   dirs = kustomizations(args.deploy_dir)
@@ -374,7 +327,7 @@ def main():
     with open(path, encoding="utf-8") as f:
       docs = [d for d in yaml.safe_load_all(f) if d is not None]
     for obj in docs:
-      for p in k8s_schema.check_object(obj):
+      for p in dra_kinds.check_object(obj):
         problems.append(f"examples/{name}: {k8s_schema.describe(obj)}: {p}")
     print(f"examples/{name}: {len(docs)} object(s)")
     gpus = [c for o in docs if o.get("kind") == "Pod"

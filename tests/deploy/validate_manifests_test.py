@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The manifest checks catch what they claim to: each case breaks the base
 DaemonSet (deploy/base/daemonset.yaml) in one way and expects a problem naming
-the field."""
+the field. dra_wiring_test.py does the same for the DRA overlays, and
+dra_kinds_test.py for the DeviceClass and admission policy objects."""
 
 import copy
 import os
@@ -10,10 +11,13 @@ import unittest
 
 import yaml
 
+sys.dont_write_bytecode = True  # No __pycache__ in the source tree.
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import k8s_schema  # pylint: disable=wrong-import-position
-import validate_manifests  # pylint: disable=wrong-import-position
+# pylint: disable=wrong-import-position
+import k8s_schema
+import validate_manifests
+# pylint: enable=wrong-import-position
 
 DEPLOY = os.path.join(HERE, "..", "..", "deploy")
 
@@ -169,6 +173,20 @@ class CheckRenderingTest(unittest.TestCase):
                                                 "PASS_DEVICE_SPECS"), "true")
     self.assertIsNone(validate_manifests.setting(c, "--mig-strategy",
                                                  "MIG_STRATEGY"))
+
+  def test_settings_aliases_in_order(self):
+    flags = ("--kubelet-plugins-dir", "--kubelet-plugins-directory-path")
+    envs = ("KUBELET_PLUGINS_DIR", "KUBELET_PLUGINS_DIRECTORY_PATH")
+    c = {"args": ["--kubelet-plugins-directory-path=/flag"],
+         "env": [{"name": "KUBELET_PLUGINS_DIR", "value": "/ours"}]}
+    self.assertEqual(validate_manifests.setting(c, flags, envs), "/flag")
+    c = {"env": [{"name": "KUBELET_PLUGINS_DIRECTORY_PATH", "value": "/nv"},
+                 {"name": "KUBELET_PLUGINS_DIR", "value": "/ours"}]}
+    self.assertEqual(validate_manifests.setting(c, flags, envs), "/ours")
+    c = {"env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {
+        "fieldPath": "spec.nodeName"}}}]}
+    self.assertIsNone(validate_manifests.setting(c, "--node-name",
+                                                 "NODE_NAME"))
 
 
 if __name__ == "__main__":
