@@ -3,7 +3,10 @@
 # (an 8 x A100 DGX) against the kubelet emulator, which registers it, shows
 # its devices as the kubelet sees them, and allocates 2 GPUs for a pod; shows
 # /healthz, a few metrics and the node labels; then turns on time-slicing
-# through the config file, reloaded on SIGHUP.
+# through the config file, reloaded on SIGHUP. Last, the same daemon as the
+# DRA driver gpu.nvidia.com against the API server emulator and the
+# kubelet's DRA side (dpctl dra-kubelet): ResourceSlices, a claim prepared
+# into a CDI spec, and an XID turning into a device taint.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
@@ -18,8 +21,12 @@ fi
 
 demo=$(mktemp -d /tmp/gdp-demo.XXXXXX)
 plugin_pid=""
+dra_pid=""
+api_pid=""
 cleanup() {
-  [ -n "$plugin_pid" ] && kill "$plugin_pid" 2>/dev/null && wait "$plugin_pid" 2>/dev/null
+  for pid in $plugin_pid $dra_pid $api_pid; do
+    kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  done
   rm -rf "$demo"
 }
 trap cleanup EXIT
@@ -85,3 +92,83 @@ build/dpctl/dpctl kubelet --dir "$demo/kp" \
 echo
 echo "== the plugin's log"
 cat "$demo/plugin.log"
+kill "$plugin_pid" && wait "$plugin_pid" || true
+plugin_pid=""
+
+echo
+echo "== DRA: the same daemon as the DRA driver gpu.nvidia.com (--device-api=dra),"
+echo "   with an API server emulator (tests/kube/apiserver.py) and dpctl dra-kubelet"
+py=/usr/bin/python3  # Debian's, with python3-cryptography
+$py tests/kube/apiserver.py --dir "$demo/api" >"$demo/api.out" 2>"$demo/api.err" &
+api_pid=$!
+for _ in $(seq 100); do [ -s "$demo/api.out" ] && break; sleep 0.1; done
+kc=($py tests/kube/kube_client.py --kubeconfig "$demo/api/kubeconfig")
+echo '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "demo-node"}}' |
+  "${kc[@]}" create nodes -f - >/dev/null
+LD_LIBRARY_PATH=build/fake_nvml/lib FAKE_NVML_MACHINE="$machine" \
+  FAKE_NVML_CONTROL="$demo/control" \
+  build/src/gpu-device-plugin --device-api=dra --node-name demo-node \
+  --kubeconfig "$demo/api/kubeconfig" \
+  --kubelet-registration-dir "$demo/registry" \
+  --kubelet-plugins-dir "$demo/plugins" --cdi-spec-dir "$demo/cdi" \
+  --kubelet-socket "$demo/kp/kubelet.sock" \
+  --sysfs-root "$demo/root/sys" --dev-root "$demo/root" \
+  --health-probe-interval 1s 2>"$demo/dra.log" &
+dra_pid=$!
+slices() { "${kc[@]}" list resourceslices --field-selector spec.nodeName=demo-node; }
+for _ in $(seq 100); do
+  [ "$(slices | $py -c 'import json,sys; print(sum(len(s["spec"]["devices"]) for s in json.load(sys.stdin)["items"]))')" = 8 ] && break
+  sleep 0.1
+done
+echo "== the node's ResourceSlice, as the scheduler sees it"
+slices | $py -c '
+import json, sys
+for s in json.load(sys.stdin)["items"]:
+  print("slice", s["metadata"]["name"], "pool", s["spec"]["pool"])
+  for d in s["spec"]["devices"]:
+    a = d["attributes"]
+    print("  %s %s %s NUMA %s, NVLink domain %s, %s%s" % (
+        d["name"], a["productName"]["string"], a["architecture"]["string"],
+        a["resource.kubernetes.io/numaNode"]["int"],
+        a["gpu.nvidia.com/nvlinkDomain"]["string"][:12] + "...",
+        d["capacity"]["memory"]["value"],
+        "".join("  taint %s=%s" % (t["key"], t.get("value", ""))
+                for t in d.get("taints", []))))'
+
+echo "== a ResourceClaim the scheduler allocated to gpu-2, prepared by the kubelet"
+uid=$($py - "$demo/api/kubeconfig" <<'EOT'
+import sys
+sys.path.insert(0, "tests/kube")
+import kube_client
+c = kube_client.Client.from_kubeconfig(sys.argv[1])
+claim = c.create("resourceclaims", {
+    "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+    "metadata": {"name": "gpu-claim", "namespace": "demo"},
+    "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+        "deviceClassName": "gpu.nvidia.com"}}]}}}, namespace="demo")
+claim["status"] = {"allocation": {"devices": {"results": [{
+    "request": "gpu", "driver": "gpu.nvidia.com", "pool": "demo-node",
+    "device": "gpu-2"}]}}}
+c.update("resourceclaims", claim, namespace="demo", status=True)
+print(claim["metadata"]["uid"])
+EOT
+)
+build/dpctl/dpctl dra-kubelet --registry-dir "$demo/registry" --no-health \
+  --prepare "demo/gpu-claim/$uid" --exit-after-prepare
+echo "== the claim's CDI spec: the container runtime injects /dev/nvidia2 from it"
+$py -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["kind"], [(d["name"], [n["path"] for n in d["containerEdits"]["deviceNodes"]]) for d in s["devices"]])' \
+  "$demo/cdi/k8s.gpu.nvidia.com-claim_$uid.json"
+
+echo "== XID 79 on GPU 5 (fell off the bus): the device is tainted in its slice"
+echo "xid 5 79" >>"$demo/control"
+for _ in $(seq 100); do slices | grep -q 'gpu.nvidia.com/xid' && break; sleep 0.1; done
+slices | $py -c '
+import json, sys
+for s in json.load(sys.stdin)["items"]:
+  for d in s["spec"]["devices"]:
+    for t in d.get("taints", []):
+      print("  %s: taint %s=%s (%s) since %s" % (d["name"], t["key"],
+            t.get("value", ""), t["effect"], t.get("timeAdded", "?")))'
+echo
+echo "== the DRA daemon's log"
+cat "$demo/dra.log"
