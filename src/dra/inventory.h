@@ -51,7 +51,6 @@ struct DraDevice {
   // device nodes (the GPU's, and a MIG device's capability nodes), the
   // physical unit health is tracked by. Health fields are left healthy.
   Device device;
-  bool operator==(const DraDevice&) const = default;
 };
 
 // NVIDIA's DRA device names. A GPU: "gpu-<minor>". A MIG device:

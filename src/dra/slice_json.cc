@@ -32,7 +32,9 @@ json AttributeJson(const AttributeValue& v) {
 // kind we publish.
 std::optional<AttributeValue> ParseAttribute(const json& j) {
   if (!j.is_object() || j.size() != 1) return std::nullopt;
-  const auto& [kind, value] = *j.items().begin();
+  const auto it = j.begin();
+  const std::string& kind = it.key();
+  const json& value = it.value();
   if (kind == "int" && value.is_number_integer()) {
     return AttributeValue::Int(value.get<int64_t>());
   }
