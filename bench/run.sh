@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-bench -j"$(nproc)" --target plugin_bench health_bench preferred_bench gpu-device-plugin fake_nvml fake-nvml
+cmake --build build-bench -j"$(nproc)" --target plugin_bench health_bench preferred_bench dra_bench gpu-device-plugin fake_nvml fake-nvml
 # A just-linked binary's page-cache pages are dirty until written back, and
 # smaps would count them as the daemon's private dirty memory.
 sync
@@ -38,6 +38,9 @@ pref_8=$(pbench --machine fake_nvml/machines/dgx1-v100.yaml)
 pref_8r=$(pbench --machine fake_nvml/machines/dgx1-v100.yaml --plugin-arg=--config-file="$ts16")
 pref_16=$(pbench --machine fake_nvml/machines/dgx2-v100.yaml)
 pref_16r=$(pbench --machine fake_nvml/machines/dgx2-v100.yaml --plugin-arg=--config-file="$ts16")
+dra=$(build-bench/bench/dra_bench --plugin build-bench/src/gpu-device-plugin \
+  --fake-lib build-bench/fake_nvml/lib --rootfs-tool build-bench/fake_nvml/fake-nvml \
+  --machine fake_nvml/machines/dgx-a100.yaml --apiserver tests/kube/apiserver.py)
 cat > bench/RESULTS.md <<EOT
 # Benchmark results
 
@@ -107,5 +110,46 @@ $pref_16
 16 GPUs x 16 time-slicing replicas:
 
 $pref_16r
+
+## DRA (\`--device-api=dra\`), 8 GPUs (\`dgx-a100\`)
+
+\`dra_bench\` runs the plugin with \`--device-api=dra\` against the API
+server emulator (\`tests/kube/apiserver.py\`: HTTPS, validating every
+write) and does the kubelet's side in-process: GetInfo and
+NotifyRegistrationStatus on the registration socket, then
+NodePrepareResources on dra.sock. The node's ResourceSlices are followed
+with a watch, not polled; each time ends when the watch event arrives.
+Measured $(date -u +%Y-%m-%d); the files are on $(df -T /tmp | awk 'NR == 2 {print $2}') under /tmp.
+
+Prepare of a fresh claim makes the plugin read it from the API server:
+500 claims, each allocated one GPU, are created up front; each is
+prepared once (timed) and unprepared right after (not timed), after 20
+warm-up claims. Its floors are timed in the same run, in 16 alternating
+rounds after 200 warm-up calls each (each block of one kind starts with
+2 calls not timed: the first call after a pause is slower, the echo's
+too): a bare gRPC echo answering NodePrepareResources with a canned
+device, in its own process (the same kind of unix socket, the same
+callback API, the answer made on a worker thread as the plugin does); a
+bare HTTPS GET of a claim from the emulator with the project's kube
+client (keep-alive, like the plugin's); and the two atomic file writes a
+fresh Prepare makes (CDI spec and checkpoint, each written to a
+temporary file, fsynced and renamed, then the directory fsynced), of the
+same sizes, in the same file system. A claim already prepared is
+answered from the checkpoint.
+
+Start: the slices, checkpoint and CDI specs are removed, then the time
+from spawning the plugin, 10 starts. XID: \`xid <gpu> 32\` (recoverable)
+appended to the fake NVML's control file, until the watch sees the
+device's \`gpu.nvidia.com/xid\` taint, with \`--health-quiet-period 1s
+--health-probe-interval 200ms\`. The plugin holds a GPU that fails again
+twice as long each time, so the 60 events come from 4 plugin starts,
+each sending one to every GPU but gpu-0 (which first gets an untimed
+one, resent until its taint shows, so the health monitor is known to be
+watching), then one to every GPU again once its taint went. Republish:
+DeleteCollection of the node's slices, as the kubelet does when it
+starts, until the watch sees the 8 devices again; 20 rounds, 100 ms
+apart.
+
+$dra
 EOT
 cat bench/RESULTS.md
