@@ -9,58 +9,22 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "dpctl_process.h"
 #include "test_support.h"
-#include "testing/subprocess.h"
 
 namespace gdp::dpctl {
 namespace {
 
+using ::gdp::dpctl::testing::DpctlProcess;
 using ::gdp::dpctl::testing::FakePlugin;
 using ::gdp::dpctl::testing::MakeDevice;
 using ::gdp::dpctl::testing::TempDir;
 
-// The dpctl binary with stdin and stdout piped, stderr kept in a file.
-class Process {
- public:
-  explicit Process(std::vector<std::string> args)
-      : p_({.argv = WithBinary(std::move(args)),
-            .stderr_path = stderr_dir_.File("stderr"),
-            .pipe_stdin = true}) {}
-
-  void Write(const std::string& data) { p_.Write(data); }
-  void CloseStdin() { p_.CloseStdin(); }
-  // The next stdout line; "" at end of output or after `timeout`.
-  std::string ReadLine(absl::Duration timeout = absl::Seconds(5)) {
-    return p_.ReadLine(timeout).value_or("");
-  }
-  // Reads lines until one contains `text`; returns it, or "" if none did.
-  std::string ReadUntil(const std::string& text) {
-    for (std::string line = ReadLine(); !line.empty(); line = ReadLine()) {
-      if (absl::StrContains(line, text)) return line;
-    }
-    return "";
-  }
-  void Signal(int signal) { p_.Signal(signal); }
-  // The exit code (128 + signal if killed).
-  int Wait() { return p_.Wait(absl::Seconds(30)).value_or(-1); }
-  std::string RestOfStdout() { return p_.ReadAll(absl::Seconds(5)); }
-  std::string Stderr() { return p_.Stderr(); }
-
- private:
-  static std::vector<std::string> WithBinary(std::vector<std::string> args) {
-    args.insert(args.begin(), DPCTL_BINARY);
-    return args;
-  }
-
-  TempDir stderr_dir_;  // before p_: the file must exist while it runs
-  ::gdp::testing::Subprocess p_;
-};
-
 TEST(CliTest, VersionAndHelp) {
-  Process version({"--version"});
+  DpctlProcess version({"--version"});
   EXPECT_EQ(version.Wait(), 0);
   EXPECT_EQ(version.RestOfStdout(), std::string(DPCTL_VERSION) + "\n");
-  Process help({"--help"});
+  DpctlProcess help({"--help"});
   EXPECT_EQ(help.Wait(), 0);
   EXPECT_TRUE(absl::StrContains(help.RestOfStdout(), "kubelet"));
 }
@@ -79,7 +43,7 @@ TEST(CliTest, UsageErrorsExit64) {
       {"allocate", "--socket", "/tmp/x"},
   };
   for (const auto& args : cases) {
-    Process p(args);
+    DpctlProcess p(args);
     EXPECT_EQ(p.Wait(), 64) << ::testing::PrintToString(args);
     EXPECT_FALSE(p.Stderr().empty());
   }
@@ -87,7 +51,7 @@ TEST(CliTest, UsageErrorsExit64) {
 
 TEST(CliTest, UnreachableSocketExits3) {
   TempDir dir;
-  Process p({"allocate", "--socket", dir.File("none.sock"), "a"});
+  DpctlProcess p({"allocate", "--socket", dir.File("none.sock"), "a"});
   EXPECT_EQ(p.Wait(), 3);
   EXPECT_EQ(p.Stderr(), "error: UNAVAILABLE: cannot connect to unix:" +
                             dir.File("none.sock") + ": no such socket\n");
@@ -95,7 +59,7 @@ TEST(CliTest, UnreachableSocketExits3) {
 
 TEST(CliTest, KubeletStopsOnSigtermNotOnEndOfInput) {
   TempDir dir;
-  Process p({"kubelet", "--dir", dir.path(), "--json"});
+  DpctlProcess p({"kubelet", "--dir", dir.path(), "--json"});
   EXPECT_EQ(p.ReadLine(), R"({"event":"listening","socket":")" +
                               dir.File("kubelet.sock") + R"("})");
   p.Write("bogus\n");
@@ -110,8 +74,8 @@ TEST(CliTest, KubeletStopsOnSigtermNotOnEndOfInput) {
 
 TEST(CliTest, KubeletAllocatesAndExits) {
   TempDir dir;
-  Process p({"kubelet", "--dir", dir.path(), "--json", "--allocate",
-             "nvidia.com/gpu=2:train", "--exit-after-allocate"});
+  DpctlProcess p({"kubelet", "--dir", dir.path(), "--json", "--allocate",
+                  "nvidia.com/gpu=2:train", "--exit-after-allocate"});
   ASSERT_TRUE(absl::StrContains(p.ReadLine(), "listening"));
   FakePlugin plugin(dir.File("gpu.sock"));
   plugin.SetDevices({MakeDevice("g0"), MakeDevice("g1")});
@@ -128,7 +92,7 @@ TEST(CliTest, KubeletAllocatesAndExits) {
 
 TEST(CliTest, TextOutputByDefault) {
   TempDir dir;
-  Process p({"kubelet", "--dir", dir.path()});
+  DpctlProcess p({"kubelet", "--dir", dir.path()});
   EXPECT_EQ(p.ReadLine(), "listening on " + dir.File("kubelet.sock"));
   p.Write("quit\n");
   EXPECT_EQ(p.Wait(), 0);

@@ -16,13 +16,7 @@ namespace {
 
 void PrintError(const ClientConfig& config, const absl::Status& status,
                 std::ostream& out, std::ostream& err) {
-  if (config.format == OutputFormat::kJson) {
-    out << Json{{"error", ErrorJson(status)}}.dump(
-               -1, ' ', false, Json::error_handler_t::replace)
-        << std::endl;
-  } else {
-    err << "error: " << StatusText(status) << std::endl;
-  }
+  PrintClientError(config.format, status, out, err);
 }
 
 void PrintJson(const Json& json, std::ostream& out) {
@@ -39,6 +33,25 @@ absl::StatusOr<std::shared_ptr<PluginClient>> Connect(
 }
 
 }  // namespace
+
+void PrintClientError(OutputFormat format, absl::string_view code,
+                      absl::string_view message, std::ostream& out,
+                      std::ostream& err) {
+  if (format == OutputFormat::kJson) {
+    PrintJson(Json{{"error",
+                    {{"code", std::string(code)},
+                     {"message", std::string(message)}}}},
+              out);
+  } else {
+    err << "error: " << code << (message.empty() ? "" : ": ") << message
+        << std::endl;
+  }
+}
+
+void PrintClientError(OutputFormat format, const absl::Status& status,
+                      std::ostream& out, std::ostream& err) {
+  PrintClientError(format, CodeName(status.code()), status.message(), out, err);
+}
 
 int RunList(const ClientConfig& config, bool watch,
             std::optional<absl::Duration> watch_for, std::ostream& out,

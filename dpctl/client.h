@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "event_printer.h"
 
@@ -31,6 +33,16 @@ struct ClientConfig {
 // (text) or {"error":{"code":..,"message":..}} to `out` (JSON) and returns
 // kExitRpcError; failing to connect prints the same way with code
 // UNAVAILABLE (or DEADLINE_EXCEEDED) and returns kExitConnectError.
+
+// Prints an error as the client commands do: in text form
+// "error: <code>: <message>" (just "error: <code>" when `message` is empty)
+// to `err`, in JSON form {"error":{"code":..,"message":..}} to `out`.
+void PrintClientError(OutputFormat format, absl::string_view code,
+                      absl::string_view message, std::ostream& out,
+                      std::ostream& err);
+// Likewise with the code's name (CodeName) and the message of `status`.
+void PrintClientError(OutputFormat format, const absl::Status& status,
+                      std::ostream& out, std::ostream& err);
 
 // Prints the plugin's options event and its first ListAndWatch message as a
 // devices event. With `watch`, prints every message until the stream ends

@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <vector>
 
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
 namespace gdp::dpctl {
 
 Latch::Latch() {
@@ -58,6 +61,29 @@ void ReadLines(int fd, int stop_fd,
     }
   }
   if (!buffer.empty()) on_line(buffer);
+}
+
+void ReadCommands(
+    int fd, int stop_fd,
+    const std::function<void(absl::string_view line,
+                             const std::vector<absl::string_view>& words)>&
+        on_command) {
+  ReadLines(fd, stop_fd, [&on_command](const std::string& raw) {
+    const absl::string_view line = absl::StripAsciiWhitespace(raw);
+    const std::vector<absl::string_view> words =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (!words.empty()) on_command(line, words);
+  });
+}
+
+void RunEnd::Stop(int code) {
+  int unset = -1;
+  code_.compare_exchange_strong(unset, code);
+  latch_.Signal();
+}
+
+void RunEnd::Wait(int stop_fd) {
+  if (WaitReadable({latch_.fd(), stop_fd}) == 1) Stop(ok_code_);
 }
 
 }  // namespace gdp::dpctl

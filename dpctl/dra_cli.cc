@@ -18,23 +18,9 @@ constexpr absl::Duration kDefaultInfoTimeout = absl::Seconds(10);
 constexpr absl::Duration kConnectTimeout = absl::Seconds(10);
 
 // Prints an error as the client commands do (client.h).
-void PrintError(const DraClientConfig& config, const std::string& code,
-                const std::string& message, std::ostream& out,
-                std::ostream& err) {
-  if (config.format == OutputFormat::kJson) {
-    out << Json{{"error", {{"code", code}, {"message", message}}}}.dump(
-               -1, ' ', false, Json::error_handler_t::replace)
-        << std::endl;
-  } else {
-    err << "error: " << code << (message.empty() ? "" : ": ") << message
-        << std::endl;
-  }
-}
-
 void PrintError(const DraClientConfig& config, const absl::Status& status,
                 std::ostream& out, std::ostream& err) {
-  PrintError(config, CodeName(status.code()), std::string(status.message()),
-             out, err);
+  PrintClientError(config.format, status, out, err);
 }
 
 // A client connected to config.socket within `timeout`, or null after
@@ -58,8 +44,8 @@ std::shared_ptr<DraClient> Connect(const DraClientConfig& config,
 int PrintCall(const DraClientConfig& config, const Json& event,
               std::ostream& out, std::ostream& err) {
   if (CallFailed(event)) {
-    PrintError(config, event.value("code", std::string()),
-               event.value("message", std::string()), out, err);
+    PrintClientError(config.format, event.value("code", std::string()),
+                     event.value("message", std::string()), out, err);
     return kExitRpcError;
   }
   DraEventPrinter(&out, config.format).Emit(event);
@@ -68,6 +54,20 @@ int PrintCall(const DraClientConfig& config, const Json& event,
 
 absl::Duration CallTimeout(const DraClientConfig& config) {
   return config.timeout.value_or(kDraCallTimeout);
+}
+
+// Connects as prepare and unprepare do, then runs `call` (PrepareCall or
+// UnprepareCall) with `claims` and prints its event (PrintCall).
+template <typename Call>
+int RunClaimsCall(const DraClientConfig& config,
+                  const std::vector<ClaimRef>& claims, Call call,
+                  std::ostream& out, std::ostream& err) {
+  std::shared_ptr<DraClient> client =
+      Connect(config, std::min(CallTimeout(config), kConnectTimeout), out, err);
+  if (client == nullptr) return kExitConnectError;
+  return PrintCall(config,
+                   call(*client, "", config.api, claims, CallTimeout(config)),
+                   out, err);
 }
 
 }  // namespace
@@ -94,24 +94,13 @@ int RunDraInfo(const DraClientConfig& config, std::ostream& out,
 int RunDraPrepare(const DraClientConfig& config,
                   const std::vector<ClaimRef>& claims, std::ostream& out,
                   std::ostream& err) {
-  std::shared_ptr<DraClient> client =
-      Connect(config, std::min(CallTimeout(config), kConnectTimeout), out, err);
-  if (client == nullptr) return kExitConnectError;
-  return PrintCall(
-      config, PrepareCall(*client, "", config.api, claims, CallTimeout(config)),
-      out, err);
+  return RunClaimsCall(config, claims, &PrepareCall, out, err);
 }
 
 int RunDraUnprepare(const DraClientConfig& config,
                     const std::vector<ClaimRef>& claims, std::ostream& out,
                     std::ostream& err) {
-  std::shared_ptr<DraClient> client =
-      Connect(config, std::min(CallTimeout(config), kConnectTimeout), out, err);
-  if (client == nullptr) return kExitConnectError;
-  return PrintCall(
-      config,
-      UnprepareCall(*client, "", config.api, claims, CallTimeout(config)), out,
-      err);
+  return RunClaimsCall(config, claims, &UnprepareCall, out, err);
 }
 
 int RunDraHealth(const DraClientConfig& config, std::ostream& out,

@@ -13,18 +13,17 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "dpctl_process.h"
 #include "dra_test_support.h"
 #include "test_support.h"
-#include "testing/subprocess.h"
 
 namespace gdp::dpctl {
 namespace {
 
+using ::gdp::dpctl::testing::DpctlProcess;
 using ::gdp::dpctl::testing::FakeDraPlugin;
 using ::gdp::dpctl::testing::MakeDeviceHealth;
 using ::gdp::dpctl::testing::TempDir;
-
-constexpr absl::Duration kWait = absl::Seconds(20);
 
 class DraCliTest : public ::testing::Test {
  protected:
@@ -163,37 +162,6 @@ TEST(DraClientTest, ParseClaimRef) {
   EXPECT_FALSE(ParseApi("v2").ok());
 }
 
-// The dpctl binary with stdin and stdout piped, stderr kept in a file.
-class Dpctl {
- public:
-  explicit Dpctl(std::vector<std::string> args)
-      : p_({.argv = WithBinary(std::move(args)),
-            .stderr_path = stderr_dir_.File("stderr"),
-            .pipe_stdin = true}) {}
-
-  void Write(const std::string& data) { p_.Write(data); }
-  // Reads lines until one contains `text`; returns it, or "" if none did.
-  std::string ReadUntil(const std::string& text) {
-    for (auto line = p_.ReadLine(kWait); line.has_value();
-         line = p_.ReadLine(kWait)) {
-      if (absl::StrContains(*line, text)) return *line;
-    }
-    return "";
-  }
-  void Signal(int signal) { p_.Signal(signal); }
-  int Wait() { return p_.Wait(absl::Seconds(60)).value_or(-1); }
-  std::string Stderr() { return p_.Stderr(); }
-
- private:
-  static std::vector<std::string> WithBinary(std::vector<std::string> args) {
-    args.insert(args.begin(), DPCTL_BINARY);
-    return args;
-  }
-
-  TempDir stderr_dir_;  // before p_: the file must exist while it runs
-  ::gdp::testing::Subprocess p_;
-};
-
 TEST(DraBinaryTest, UsageErrorsExit64) {
   const std::vector<std::vector<std::string>> cases = {
       {"dra-kubelet"},
@@ -208,7 +176,7 @@ TEST(DraBinaryTest, UsageErrorsExit64) {
       {"dra", "health", "--socket", "/tmp/x", "--timeout", "0"},
   };
   for (const auto& args : cases) {
-    Dpctl p(args);
+    DpctlProcess p(args);
     EXPECT_EQ(p.Wait(), 64) << ::testing::PrintToString(args);
     EXPECT_FALSE(p.Stderr().empty()) << ::testing::PrintToString(args);
   }
@@ -216,7 +184,7 @@ TEST(DraBinaryTest, UsageErrorsExit64) {
 
 TEST(DraBinaryTest, KubeletTextStopsOnSigterm) {
   TempDir dir;
-  Dpctl p({"dra-kubelet", "--registry-dir", dir.File("registry")});
+  DpctlProcess p({"dra-kubelet", "--registry-dir", dir.File("registry")});
   EXPECT_EQ(p.ReadUntil("listening"),
             "listening for DRA plugins in " + dir.File("registry"));
   FakeDraPlugin plugin(dir.File("registry/gpu-reg.sock"), dir.File("dra.sock"));
@@ -249,9 +217,9 @@ TEST(DraBinaryTest, KubeletPreparesAndExits) {
   ASSERT_TRUE(plugin.StartRegistration());
   for (const auto& [uid, code] :
        {std::pair{std::string("uid-1"), 0}, {std::string("uid-2"), 1}}) {
-    Dpctl p({"dra-kubelet", "--registry-dir", dir.File("registry"), "--json",
-             "--no-health", "--prepare", "default/a/" + uid,
-             "--exit-after-prepare"});
+    DpctlProcess p({"dra-kubelet", "--registry-dir", dir.File("registry"),
+                    "--json", "--no-health", "--prepare", "default/a/" + uid,
+                    "--exit-after-prepare"});
     std::string line = p.ReadUntil(R"("event":"prepare")");
     EXPECT_TRUE(absl::StrContains(line, R"("claims":{")" + uid + R"(":)"))
         << line;
@@ -261,7 +229,7 @@ TEST(DraBinaryTest, KubeletPreparesAndExits) {
 
 TEST(DraBinaryTest, OneShotExitCodes) {
   TempDir dir;
-  Dpctl unreachable(
+  DpctlProcess unreachable(
       {"dra", "prepare", "--socket", dir.File("none.sock"), "a/b/c"});
   EXPECT_EQ(unreachable.Wait(), 3);
   EXPECT_EQ(unreachable.Stderr(),
@@ -270,13 +238,13 @@ TEST(DraBinaryTest, OneShotExitCodes) {
   FakeDraPlugin plugin(dir.File("reg.sock"), dir.File("dra.sock"));
   ASSERT_TRUE(plugin.StartEndpoint());
   ASSERT_TRUE(plugin.StartRegistration());
-  Dpctl info({"dra", "info", "--socket", dir.File("reg.sock")});
+  DpctlProcess info({"dra", "info", "--socket", dir.File("reg.sock")});
   EXPECT_TRUE(absl::StrContains(info.ReadUntil("info"),
                                 "; a kubelet uses api v1 and health"));
   EXPECT_EQ(info.Wait(), 0);
   plugin.Omit("uid-9");
-  Dpctl missing({"dra", "prepare", "--socket", dir.File("dra.sock"), "--json",
-                 "default/a/uid-9"});
+  DpctlProcess missing({"dra", "prepare", "--socket", dir.File("dra.sock"),
+                        "--json", "default/a/uid-9"});
   EXPECT_TRUE(absl::StrContains(missing.ReadUntil("prepare"),
                                 R"("missing":["uid-9"])"));
   EXPECT_EQ(missing.Wait(), 1);

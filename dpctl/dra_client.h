@@ -6,17 +6,15 @@
 
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "call_tracker.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "drahealth/v1alpha1/api.grpc.pb.h"
@@ -52,6 +50,16 @@ absl::StatusOr<ClaimRef> ParseClaimRef(absl::string_view spec);
 
 // "NS/NAME/UID".
 std::string ClaimRefText(const ClaimRef& claim);
+
+// Converts between the v1 and v1beta1 forms of a DRAPlugin message through
+// the wire format, which the two versions share. Fields only `To` knows
+// stay unset; fields only `From` knows are kept as unknown fields.
+template <typename To, typename From>
+To ConvertDraMessage(const From& from) {
+  To to;
+  to.ParseFromString(from.SerializeAsString());
+  return to;
+}
 
 // Thread-safe: calls may run concurrently from several threads.
 class DraClient {
@@ -112,15 +120,21 @@ class DraClient {
  private:
   DraClient(std::string target, std::shared_ptr<grpc::Channel> channel);
 
-  // Registers `context` so Cancel can reach it; false (nothing registered)
-  // when already cancelled.
-  bool Track(grpc::ClientContext* context);
-  void Untrack(grpc::ClientContext* context);
-  bool cancelled();
-
   // Runs one unary call with a deadline, tracked for Cancel.
   template <typename Response, typename Call>
   absl::StatusOr<Response> Unary(absl::Duration timeout, Call call);
+
+  // Runs one DRAPlugin call on `api`: `v1` with `request`, or `v1beta1`
+  // with its v1beta1 form, whose answer is returned in the v1 form.
+  template <typename Request, typename Response, typename BetaRequest,
+            typename BetaResponse>
+  absl::StatusOr<Response> PluginCall(
+      DraApi api, const Request& request, absl::Duration timeout,
+      grpc::Status (drav1::DRAPlugin::Stub::*v1)(grpc::ClientContext*,
+                                                 const Request&, Response*),
+      grpc::Status (drav1beta1::DRAPlugin::Stub::*v1beta1)(grpc::ClientContext*,
+                                                           const BetaRequest&,
+                                                           BetaResponse*));
 
   const std::string target_;
   const std::shared_ptr<grpc::Channel> channel_;
@@ -128,10 +142,7 @@ class DraClient {
   const std::unique_ptr<drav1::DRAPlugin::Stub> v1_;
   const std::unique_ptr<drav1beta1::DRAPlugin::Stub> v1beta1_;
   const std::unique_ptr<v1alpha1::DRAResourceHealth::Stub> health_;
-
-  absl::Mutex mu_;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  std::set<grpc::ClientContext*> active_ ABSL_GUARDED_BY(mu_);
+  CallTracker calls_;
 };
 
 }  // namespace gdp::dpctl

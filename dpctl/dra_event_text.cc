@@ -164,19 +164,4 @@ std::string DraEventText(const Json& event) {
   return EventText(event);
 }
 
-DraEventPrinter::DraEventPrinter(std::ostream* out, OutputFormat format)
-    : out_(out), format_(format) {}
-
-void DraEventPrinter::Emit(const Json& event) {
-  // Invalid UTF-8 from a plugin (names are arbitrary bytes on the wire) is
-  // replaced rather than thrown on.
-  std::string line =
-      format_ == OutputFormat::kJson
-          ? event.dump(-1, ' ', false, Json::error_handler_t::replace)
-          : DraEventText(event);
-  absl::MutexLock lock(&mu_);
-  *out_ << line << '\n';
-  out_->flush();
-}
-
 }  // namespace gdp::dpctl

@@ -6,8 +6,6 @@
 #include <ostream>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "event_printer.h"
 #include "events.h"
 
@@ -23,20 +21,14 @@ namespace gdp::dpctl {
 // (pure function).
 std::string DraEventText(const Json& event);
 
-// An EventSink that prints each event as one line (DraEventText, or the
-// JSON object) and flushes it at once. Thread-safe: lines from concurrent
-// Emit calls never interleave.
-class DraEventPrinter : public EventSink {
+// An EventPrinter whose text form is DraEventText: each event as one line
+// (DraEventText, or the JSON object), flushed at once. Thread-safe: lines
+// from concurrent Emit calls never interleave.
+class DraEventPrinter : public EventPrinter {
  public:
   // `out` is not owned and must outlive the printer.
-  DraEventPrinter(std::ostream* out, OutputFormat format);
-
-  void Emit(const Json& event) override;
-
- private:
-  absl::Mutex mu_;
-  std::ostream* const out_ ABSL_PT_GUARDED_BY(mu_);
-  const OutputFormat format_;
+  DraEventPrinter(std::ostream* out, OutputFormat format)
+      : EventPrinter(out, format, &DraEventText) {}
 };
 
 }  // namespace gdp::dpctl

@@ -3,20 +3,13 @@
 #include <algorithm>
 #include <set>
 
+#include "json_fields.h"
+
 namespace gdp::dpctl {
 namespace {
 
 Json Base(absl::string_view event, absl::string_view driver) {
-  Json j = {{"event", std::string(event)}};
-  if (!driver.empty()) j["driver"] = std::string(driver);
-  return j;
-}
-
-template <typename Strings>
-Json StringList(const Strings& items) {
-  Json list = Json::array();
-  for (const auto& item : items) list.push_back(std::string(item));
-  return list;
+  return EventHead(event, "driver", driver);
 }
 
 int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
@@ -44,6 +37,25 @@ std::vector<std::string> ClaimOrder(const std::vector<ClaimRef>& asked,
   std::sort(others.begin(), others.end());
   order.insert(order.end(), others.begin(), others.end());
   return order;
+}
+
+// A prepare or unprepare event: "claims" maps each UID of `answer` (in
+// ClaimOrder) to claim_json(its answer).
+template <typename Map, typename ClaimJson>
+Json ClaimsEvent(absl::string_view event, absl::string_view driver, DraApi api,
+                 const std::vector<ClaimRef>& asked, const Map& answer,
+                 absl::Duration elapsed, ClaimJson claim_json) {
+  Json j = Base(event, driver);
+  j["api"] = ApiName(api);
+  Json missing = Json::array();
+  Json claims = Json::object();
+  for (const std::string& uid : ClaimOrder(asked, answer, &missing)) {
+    claims[uid] = claim_json(answer.at(uid));
+  }
+  j["claims"] = claims;
+  j["missing"] = missing;
+  j["elapsed_ms"] = Millis(elapsed);
+  return j;
 }
 
 }  // namespace
@@ -88,7 +100,7 @@ Json RegisteredEvent(const RegistrationReport& r) {
   // Always present, even when empty, so a refused empty name shows.
   j["driver"] = r.driver;
   j["endpoint"] = r.endpoint;
-  j["versions"] = StringList(r.versions);
+  j["versions"] = JsonStrings(r.versions);
   j["api"] = r.api.has_value() ? ApiName(*r.api) : "";
   j["health"] = r.health;
   j["ok"] = r.error.empty();
@@ -133,46 +145,31 @@ Json PrepareEvent(absl::string_view driver, DraApi api,
                   const std::vector<ClaimRef>& asked,
                   const drav1::NodePrepareResourcesResponse& response,
                   absl::Duration elapsed) {
-  Json j = Base("prepare", driver);
-  j["api"] = ApiName(api);
-  Json missing = Json::array();
-  Json claims = Json::object();
-  for (const std::string& uid :
-       ClaimOrder(asked, response.claims(), &missing)) {
-    const drav1::NodePrepareResourceResponse& claim = response.claims().at(uid);
-    Json devices = Json::array();
-    for (const drav1::Device& d : claim.devices()) {
-      Json device = {{"requests", StringList(d.request_names())},
-                     {"pool", d.pool_name()},
-                     {"device", d.device_name()},
-                     {"cdi_ids", StringList(d.cdi_device_ids())}};
-      if (d.has_share_id()) device["share_id"] = d.share_id();
-      devices.push_back(device);
-    }
-    claims[uid] = {{"devices", devices}, {"error", claim.error()}};
-  }
-  j["claims"] = claims;
-  j["missing"] = missing;
-  j["elapsed_ms"] = Millis(elapsed);
-  return j;
+  return ClaimsEvent(
+      "prepare", driver, api, asked, response.claims(), elapsed,
+      [](const drav1::NodePrepareResourceResponse& claim) -> Json {
+        Json devices = Json::array();
+        for (const drav1::Device& d : claim.devices()) {
+          Json device = {{"requests", JsonStrings(d.request_names())},
+                         {"pool", d.pool_name()},
+                         {"device", d.device_name()},
+                         {"cdi_ids", JsonStrings(d.cdi_device_ids())}};
+          if (d.has_share_id()) device["share_id"] = d.share_id();
+          devices.push_back(device);
+        }
+        return {{"devices", devices}, {"error", claim.error()}};
+      });
 }
 
 Json UnprepareEvent(absl::string_view driver, DraApi api,
                     const std::vector<ClaimRef>& asked,
                     const drav1::NodeUnprepareResourcesResponse& response,
                     absl::Duration elapsed) {
-  Json j = Base("unprepare", driver);
-  j["api"] = ApiName(api);
-  Json missing = Json::array();
-  Json claims = Json::object();
-  for (const std::string& uid :
-       ClaimOrder(asked, response.claims(), &missing)) {
-    claims[uid] = {{"error", response.claims().at(uid).error()}};
-  }
-  j["claims"] = claims;
-  j["missing"] = missing;
-  j["elapsed_ms"] = Millis(elapsed);
-  return j;
+  return ClaimsEvent("unprepare", driver, api, asked, response.claims(),
+                     elapsed,
+                     [](const drav1::NodeUnprepareResourceResponse& claim) {
+                       return Json{{"error", claim.error()}};
+                     });
 }
 
 Json CallFailedEvent(absl::string_view call, absl::string_view driver,
@@ -209,7 +206,7 @@ Json InfoEvent(absl::string_view socket,
   j["type"] = info.type();
   j["name"] = info.name();
   j["endpoint"] = info.endpoint();
-  j["versions"] = StringList(info.supported_versions());
+  j["versions"] = JsonStrings(info.supported_versions());
   if (report.error.empty() && report.api.has_value()) {
     j["api"] = ApiName(*report.api);
     j["health"] = report.health;

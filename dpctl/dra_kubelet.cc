@@ -1,11 +1,9 @@
 #include "dra_kubelet.h"
 
-#include <atomic>
+#include <optional>
 #include <thread>
 #include <utility>
 
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "command_input.h"
 #include "dra_events.h"
 #include "plugin_watcher.h"
@@ -26,7 +24,7 @@ class DraEmulator {
         watcher_(config.registry_dir, &manager_) {}
 
   absl::Status Start() {
-    if (!stop_.ok()) return absl::InternalError("cannot create a pipe");
+    if (!end_.ok()) return absl::InternalError("cannot create a pipe");
     if (absl::Status s = watcher_.Init(); !s.ok()) return s;
     events_->Emit(DraListeningEvent(watcher_.dir()));
     watcher_.Start();
@@ -36,32 +34,33 @@ class DraEmulator {
     return absl::OkStatus();
   }
 
-  // Reads and runs commands from `fd` until end of input or Stop.
-  void ReadCommands(int fd) {
-    ReadLines(fd, stop_.fd(),
-              [this](const std::string& line) { RunCommand(line); });
-  }
-
-  // Blocks until Stop, or until `stop_fd` is readable.
-  void Wait(int stop_fd) {
-    if (WaitReadable({stop_.fd(), stop_fd}) == 1) Stop(kDraKubeletOk);
-  }
-
-  // Requests the end; the first code given wins.
-  void Stop(int code) {
-    int unset = -1;
-    exit_code_.compare_exchange_strong(unset, code);
-    stop_.Signal();
-  }
-
   // Stops everything and joins every thread; returns the exit code.
   int Finish() {
-    Stop(kDraKubeletOk);
+    end_.Stop(kDraKubeletOk);
     watcher_.Stop();
     manager_.Shutdown();
     if (auto_thread_.joinable()) auto_thread_.join();
-    return exit_code_.load();
+    return end_.code();
   }
+
+  // Runs one command: `line` split into `words` (not empty).
+  void RunCommand(absl::string_view line,
+                  const std::vector<absl::string_view>& words) {
+    const absl::string_view verb = words[0];
+    if ((verb == "prepare" || verb == "unprepare") && words.size() >= 3) {
+      Call(line, verb, words[1],
+           std::vector<absl::string_view>(words.begin() + 2, words.end()));
+    } else if (verb == "list" && words.size() == 1) {
+      events_->Emit(DriversEvent(manager_.List()));
+    } else if (verb == "quit" && words.size() == 1) {
+      end_.Stop(kDraKubeletOk);
+    } else {
+      events_->Emit(CommandErrorEvent(line, kUsage));
+    }
+  }
+
+  // How the run ends; RunEmulator waits on it.
+  RunEnd& end() { return end_; }
 
  private:
   // Runs `verb` ("prepare" or "unprepare") on `driver` for `specs`.
@@ -90,24 +89,6 @@ class DraEmulator {
                                       config_.call_timeout));
   }
 
-  void RunCommand(absl::string_view raw) {
-    absl::string_view line = absl::StripAsciiWhitespace(raw);
-    std::vector<absl::string_view> words =
-        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    if (words.empty()) return;
-    const absl::string_view verb = words[0];
-    if ((verb == "prepare" || verb == "unprepare") && words.size() >= 3) {
-      Call(line, verb, words[1],
-           std::vector<absl::string_view>(words.begin() + 2, words.end()));
-    } else if (verb == "list" && words.size() == 1) {
-      events_->Emit(DriversEvent(manager_.List()));
-    } else if (verb == "quit" && words.size() == 1) {
-      Stop(kDraKubeletOk);
-    } else {
-      events_->Emit(CommandErrorEvent(line, kUsage));
-    }
-  }
-
   // Prepares config_.prepare once a driver is registered.
   void AutoPrepare() {
     std::optional<std::string> driver = manager_.AwaitAnyDriver();
@@ -124,7 +105,7 @@ class DraEmulator {
       events_->Emit(CommandErrorEvent("--prepare", target.status().message()));
     }
     if (config_.exit_after_prepare) {
-      Stop(ok ? kDraKubeletOk : kDraKubeletPrepareFailed);
+      end_.Stop(ok ? kDraKubeletOk : kDraKubeletPrepareFailed);
     }
   }
 
@@ -132,8 +113,7 @@ class DraEmulator {
   EventSink* const events_;
   DraPluginManager manager_;
   PluginWatcher watcher_;
-  Latch stop_;
-  std::atomic<int> exit_code_{-1};
+  RunEnd end_{kDraKubeletOk};
   std::thread auto_thread_;
 };
 
@@ -142,16 +122,7 @@ class DraEmulator {
 int RunDraKubelet(const DraKubeletConfig& config, EventSink* events,
                   int input_fd, int stop_fd, std::ostream& err) {
   DraEmulator emulator(config, events);
-  if (absl::Status s = emulator.Start(); !s.ok()) {
-    err << "error: " << s.message() << std::endl;
-    emulator.Finish();
-    return kDraKubeletStartFailed;
-  }
-  std::thread reader(&DraEmulator::ReadCommands, &emulator, input_fd);
-  emulator.Wait(stop_fd);
-  const int code = emulator.Finish();
-  reader.join();
-  return code;
+  return RunEmulator(emulator, input_fd, stop_fd, kDraKubeletStartFailed, err);
 }
 
 }  // namespace gdp::dpctl

@@ -25,13 +25,18 @@ std::string EventText(const Json& event);
 //   env A=1; mount /h -> /c ro; device /dev/h -> /dev/c rw; cdi x.com/y=z
 std::string ContainerResponseText(const Json& response);
 
-// An EventSink that prints each event as one line and flushes it at once,
-// so a reader on a pipe sees events as they happen. Thread-safe: lines from
-// concurrent Emit calls never interleave.
+// Renders an event as text, as EventText does; must be thread-safe.
+using EventTextFn = std::string (*)(const Json& event);
+
+// An EventSink that prints each event as one line (its JSON object, or its
+// text form as `text` renders it) and flushes it at once, so a reader on a
+// pipe sees events as they happen. Thread-safe: lines from concurrent Emit
+// calls never interleave.
 class EventPrinter : public EventSink {
  public:
   // `out` is not owned and must outlive the printer.
-  EventPrinter(std::ostream* out, OutputFormat format);
+  EventPrinter(std::ostream* out, OutputFormat format,
+               EventTextFn text = &EventText);
 
   void Emit(const Json& event) override;
 
@@ -39,6 +44,7 @@ class EventPrinter : public EventSink {
   absl::Mutex mu_;
   std::ostream* const out_ ABSL_PT_GUARDED_BY(mu_);
   const OutputFormat format_;
+  const EventTextFn text_;
 };
 
 }  // namespace gdp::dpctl

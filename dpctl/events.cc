@@ -3,20 +3,13 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "json_fields.h"
 
 namespace gdp::dpctl {
 namespace {
 
 Json Base(absl::string_view event, absl::string_view resource) {
-  Json j = {{"event", std::string(event)}};
-  if (!resource.empty()) j["resource"] = std::string(resource);
-  return j;
-}
-
-Json StringList(const std::vector<std::string>& ids) {
-  Json list = Json::array();
-  for (const std::string& id : ids) list.push_back(id);
-  return list;
+  return EventHead(event, "resource", resource);
 }
 
 }  // namespace
@@ -176,10 +169,10 @@ Json PreferredEvent(absl::string_view resource, absl::string_view pod,
                     const absl::StatusOr<std::vector<std::string>>& answer) {
   Json j = Base("preferred", resource);
   j["pod"] = std::string(pod);
-  j["available"] = StringList(available);
+  j["available"] = JsonStrings(available);
   j["size"] = size;
   if (answer.ok()) {
-    j["devices"] = StringList(*answer);
+    j["devices"] = JsonStrings(*answer);
   } else {
     j["error"] = ErrorJson(answer.status());
   }
@@ -192,7 +185,7 @@ Json AllocateEvent(
     const absl::StatusOr<v1beta1::ContainerAllocateResponse>& response) {
   Json j = Base("allocate", resource);
   j["pod"] = std::string(pod);
-  j["devices"] = StringList(devices);
+  j["devices"] = JsonStrings(devices);
   if (response.ok()) {
     j["response"] = ContainerResponseJson(*response);
   } else {
@@ -214,7 +207,7 @@ Json PreStartEvent(absl::string_view resource, absl::string_view pod,
                    const absl::Status& result) {
   Json j = Base("prestart", resource);
   j["pod"] = std::string(pod);
-  j["devices"] = StringList(devices);
+  j["devices"] = JsonStrings(devices);
   j["ok"] = result.ok();
   if (!result.ok()) j["error"] = ErrorJson(result);
   return j;
@@ -224,7 +217,7 @@ Json FreedEvent(absl::string_view pod, absl::string_view resource,
                 const std::vector<std::string>& devices) {
   Json j = Base("freed", resource);
   j["pod"] = std::string(pod);
-  j["devices"] = StringList(devices);
+  j["devices"] = JsonStrings(devices);
   return j;
 }
 

@@ -7,6 +7,13 @@
 
 namespace gdp::dpctl {
 
+Json EventHead(absl::string_view event, const char* key,
+               absl::string_view value) {
+  Json j = {{"event", std::string(event)}};
+  if (!value.empty()) j[key] = std::string(value);
+  return j;
+}
+
 std::string JsonStr(const Json& object, const char* key) {
   auto it = object.find(key);
   if (it == object.end()) return "";

@@ -1,13 +1,28 @@
-// Reading fields of event objects for their text forms, without throwing
-// on a missing field.
+// Building the fields of event objects (events.h, dra_events.h), and
+// reading them for their text forms without throwing on a missing field.
 #ifndef GDP_DPCTL_JSON_FIELDS_H_
 #define GDP_DPCTL_JSON_FIELDS_H_
 
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "events.h"
 
 namespace gdp::dpctl {
+
+// {"event":<event>}, plus "<key>":<value> when `value` is not empty: the
+// head of every event object.
+Json EventHead(absl::string_view event, const char* key,
+               absl::string_view value);
+
+// A JSON array of the strings in `items` (any range whose items convert to
+// std::string), in order.
+template <typename Strings>
+Json JsonStrings(const Strings& items) {
+  Json list = Json::array();
+  for (const auto& item : items) list.push_back(std::string(item));
+  return list;
+}
 
 // The field `key` of `object` as text: a string as is, another value as
 // its JSON; "" when missing.

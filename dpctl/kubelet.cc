@@ -1,11 +1,6 @@
 #include "kubelet.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <initializer_list>
+#include <atomic>
 #include <list>
 #include <thread>
 #include <utility>
@@ -13,59 +8,13 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "command_input.h"
 #include "device_manager.h"
 #include "registration_server.h"
 
 namespace gdp::dpctl {
 namespace {
-
-// A pipe whose read end becomes readable, for good, once Signal is called:
-// every poll loop watching it wakes up.
-class Latch {
- public:
-  Latch() {
-    if (pipe2(fds_, O_CLOEXEC) != 0) fds_[0] = fds_[1] = -1;
-  }
-  ~Latch() {
-    for (int fd : fds_) {
-      if (fd >= 0) close(fd);
-    }
-  }
-  Latch(const Latch&) = delete;
-  Latch& operator=(const Latch&) = delete;
-
-  bool ok() const { return fds_[0] >= 0; }
-  int fd() const { return fds_[0]; }
-  void Signal() {
-    if (!signaled_.exchange(true)) {
-      const char byte = 1;
-      while (write(fds_[1], &byte, 1) < 0 && errno == EINTR) {
-      }
-    }
-  }
-
- private:
-  int fds_[2];
-  std::atomic<bool> signaled_{false};
-};
-
-// Waits until one of `fds` (-1 entries ignored) is readable or hung up;
-// returns the index of the first such fd.
-int WaitReadable(std::initializer_list<int> fds) {
-  std::vector<pollfd> polled;
-  for (int fd : fds) polled.push_back({fd, POLLIN, 0});
-  for (;;) {
-    int n = poll(polled.data(), polled.size(), -1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return 0;
-    for (size_t i = 0; i < polled.size(); ++i) {
-      if (polled[i].revents != 0) return static_cast<int>(i);
-    }
-  }
-}
 
 class Emulator {
  public:
@@ -77,7 +26,7 @@ class Emulator {
                 &manager_, events) {}
 
   absl::Status Start() {
-    if (!stop_.ok()) return absl::InternalError("cannot create a pipe");
+    if (!end_.ok()) return absl::InternalError("cannot create a pipe");
     if (absl::Status s = server_.Start(); !s.ok()) return s;
     for (AutoAllocation a : config_.allocations) {
       if (a.pod.empty()) a.pod = NextPodName();
@@ -89,55 +38,18 @@ class Emulator {
     return absl::OkStatus();
   }
 
-  // Reads and runs commands from `fd` until end of input or Stop.
-  void ReadCommands(int fd) {
-    std::string buffer;
-    char chunk[4096];
-    for (;;) {
-      if (WaitReadable({stop_.fd(), fd}) == 0) return;
-      ssize_t n = read(fd, chunk, sizeof(chunk));
-      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n <= 0) break;
-      buffer.append(chunk, static_cast<size_t>(n));
-      size_t newline;
-      while ((newline = buffer.find('\n')) != std::string::npos) {
-        std::string line = buffer.substr(0, newline);
-        buffer.erase(0, newline + 1);
-        RunCommand(line);
-      }
-    }
-    if (!buffer.empty()) RunCommand(buffer);
-  }
-
-  // Blocks until Stop, or until `stop_fd` is readable.
-  void Wait(int stop_fd) {
-    if (WaitReadable({stop_.fd(), stop_fd}) == 1) Stop(kKubeletOk);
-  }
-
-  // Requests the end; the first code given wins.
-  void Stop(int code) {
-    int unset = -1;
-    exit_code_.compare_exchange_strong(unset, code);
-    stop_.Signal();
-  }
-
   // Stops everything and joins every thread; returns the exit code.
   int Finish() {
-    Stop(kKubeletOk);
+    end_.Stop(kKubeletOk);
     manager_.Stop();
     server_.Shutdown();
     if (auto_thread_.joinable()) auto_thread_.join();
-    return exit_code_.load();
+    return end_.code();
   }
 
- private:
-  std::string NextPodName() { return absl::StrCat("pod-", ++pod_counter_); }
-
-  void RunCommand(absl::string_view raw) {
-    absl::string_view line = absl::StripAsciiWhitespace(raw);
-    std::vector<absl::string_view> words =
-        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    if (words.empty()) return;
+  // Runs one command: `line` split into `words` (not empty).
+  void RunCommand(absl::string_view line,
+                  const std::vector<absl::string_view>& words) {
     const absl::string_view verb = words[0];
     int count = 0;
     if (verb == "allocate" && (words.size() == 3 || words.size() == 4) &&
@@ -151,7 +63,7 @@ class Emulator {
     } else if (verb == "list" && words.size() == 1) {
       manager_.List();
     } else if (verb == "quit" && words.size() == 1) {
-      Stop(kKubeletOk);
+      end_.Stop(kKubeletOk);
     } else {
       events_->Emit(CommandErrorEvent(
           line,
@@ -159,6 +71,12 @@ class Emulator {
           "quit"));
     }
   }
+
+  // How the run ends; RunEmulator waits on it.
+  RunEnd& end() { return end_; }
+
+ private:
+  std::string NextPodName() { return absl::StrCat("pod-", ++pod_counter_); }
 
   // Runs each pending allocation once its resource has enough healthy free
   // devices.
@@ -179,7 +97,7 @@ class Emulator {
       if (!ran && !manager_.AwaitChange(seen)) return;
     }
     if (config_.exit_after_allocate) {
-      Stop(failed ? kKubeletAllocationFailed : kKubeletOk);
+      end_.Stop(failed ? kKubeletAllocationFailed : kKubeletOk);
     }
   }
 
@@ -187,8 +105,7 @@ class Emulator {
   EventSink* const events_;
   DeviceManager manager_;
   RegistrationServer server_;
-  Latch stop_;
-  std::atomic<int> exit_code_{-1};
+  RunEnd end_{kKubeletOk};
   std::atomic<int> pod_counter_{0};
   // Owned by auto_thread_ once started.
   std::list<AutoAllocation> pending_;
@@ -224,16 +141,7 @@ absl::StatusOr<AutoAllocation> ParseAutoAllocation(absl::string_view spec) {
 int RunKubelet(const KubeletConfig& config, EventSink* events, int input_fd,
                int stop_fd, std::ostream& err) {
   Emulator emulator(config, events);
-  if (absl::Status s = emulator.Start(); !s.ok()) {
-    err << "error: " << s.message() << std::endl;
-    emulator.Finish();
-    return kKubeletStartFailed;
-  }
-  std::thread reader(&Emulator::ReadCommands, &emulator, input_fd);
-  emulator.Wait(stop_fd);
-  const int code = emulator.Finish();
-  reader.join();
-  return code;
+  return RunEmulator(emulator, input_fd, stop_fd, kKubeletStartFailed, err);
 }
 
 }  // namespace gdp::dpctl

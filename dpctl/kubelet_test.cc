@@ -1,21 +1,21 @@
 #include "kubelet.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
-#include <sstream>
+#include <memory>
 #include <string>
-#include <thread>
+#include <utility>
 
+#include "emulator_runner.h"
 #include "test_support.h"
 
 namespace gdp::dpctl {
 namespace {
 
+using ::gdp::dpctl::testing::EmulatorRunner;
 using ::gdp::dpctl::testing::FakePlugin;
 using ::gdp::dpctl::testing::MakeDevice;
-using ::gdp::dpctl::testing::RecordingSink;
 using ::gdp::dpctl::testing::TempDir;
 
 constexpr char kGpu[] = "nvidia.com/gpu";
@@ -36,52 +36,15 @@ TEST(ParseAutoAllocationTest, Forms) {
   }
 }
 
-// Runs RunKubelet on a thread, with pipes for its input and stop fds.
-class Runner {
+// Runs RunKubelet with `config` on a thread.
+class Runner : public EmulatorRunner {
  public:
-  explicit Runner(KubeletConfig config) : config_(std::move(config)) {
-    EXPECT_EQ(pipe(input_), 0);
-    EXPECT_EQ(pipe(stop_), 0);
-    thread_ = std::thread([this] {
-      code_ = RunKubelet(config_, &sink, input_[0], stop_[0], err);
-    });
-  }
-  ~Runner() {
-    Stop();
-    Join();
-    for (int fd : {input_[0], input_[1], stop_[0], stop_[1]}) close(fd);
-  }
-
-  void Send(const std::string& line) {
-    std::string data = line + "\n";
-    EXPECT_EQ(write(input_[1], data.data(), data.size()),
-              static_cast<ssize_t>(data.size()));
-  }
-  void CloseInput() {
-    close(input_[1]);
-    input_[1] = -1;
-  }
-  void Stop() {
-    if (stop_[1] >= 0) {
-      EXPECT_EQ(write(stop_[1], "x", 1), 1);
-      close(stop_[1]);
-      stop_[1] = -1;
-    }
-  }
-  int Join() {
-    if (thread_.joinable()) thread_.join();
-    return code_;
-  }
-
-  RecordingSink sink;
-  std::ostringstream err;
-
- private:
-  const KubeletConfig config_;
-  int input_[2];
-  int stop_[2];
-  int code_ = -1;
-  std::thread thread_;
+  explicit Runner(KubeletConfig config)
+      : EmulatorRunner([config = std::move(config)](EventSink* events,
+                                                    int input_fd, int stop_fd,
+                                                    std::ostream& err) {
+          return RunKubelet(config, events, input_fd, stop_fd, err);
+        }) {}
 };
 
 class KubeletTest : public ::testing::Test {

@@ -47,6 +47,31 @@ int SignalFd() {
   return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
+// kJson for --json, else kText.
+OutputFormat Format(bool json) {
+  return json ? OutputFormat::kJson : OutputFormat::kText;
+}
+
+// Runs an emulator, `run` (RunKubelet or RunDraKubelet) with `config`, on
+// stdin, printing its events to stdout (as JSON, or as `text` renders
+// them), until SIGINT, SIGTERM or its own end. Returns its exit code, or
+// `start_failed` when the signals cannot be watched.
+template <typename Config>
+int RunFromStdin(int (*run)(const Config& config, EventSink* events,
+                            int input_fd, int stop_fd, std::ostream& err),
+                 const Config& config, bool json, EventTextFn text,
+                 int start_failed) {
+  const int stop_fd = SignalFd();
+  if (stop_fd < 0) {
+    std::cerr << "error: cannot watch for signals" << std::endl;
+    return start_failed;
+  }
+  EventPrinter printer(&std::cout, Format(json), text);
+  const int code = run(config, &printer, STDIN_FILENO, stop_fd, std::cerr);
+  close(stop_fd);
+  return code;
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{
       "Emulates the kubelet's device manager (kubelet) and its DRA side "
@@ -243,17 +268,8 @@ int Main(int argc, char** argv) {
         kubelet_config.allocations.empty()) {
       return UsageError("--exit-after-allocate needs at least one --allocate");
     }
-    const int stop_fd = SignalFd();
-    if (stop_fd < 0) {
-      std::cerr << "error: cannot watch for signals" << std::endl;
-      return kKubeletStartFailed;
-    }
-    EventPrinter printer(
-        &std::cout, kubelet_json ? OutputFormat::kJson : OutputFormat::kText);
-    const int code =
-        RunKubelet(kubelet_config, &printer, STDIN_FILENO, stop_fd, std::cerr);
-    close(stop_fd);
-    return code;
+    return RunFromStdin(&RunKubelet, kubelet_config, kubelet_json, &EventText,
+                        kKubeletStartFailed);
   }
 
   if (*dra_kubelet) {
@@ -271,21 +287,12 @@ int Main(int argc, char** argv) {
     if (dra_config.exit_after_prepare && dra_config.prepare.empty()) {
       return UsageError("--exit-after-prepare needs at least one --prepare");
     }
-    const int stop_fd = SignalFd();
-    if (stop_fd < 0) {
-      std::cerr << "error: cannot watch for signals" << std::endl;
-      return kDraKubeletStartFailed;
-    }
-    DraEventPrinter printer(
-        &std::cout, dra_json ? OutputFormat::kJson : OutputFormat::kText);
-    const int code =
-        RunDraKubelet(dra_config, &printer, STDIN_FILENO, stop_fd, std::cerr);
-    close(stop_fd);
-    return code;
+    return RunFromStdin(&RunDraKubelet, dra_config, dra_json, &DraEventText,
+                        kDraKubeletStartFailed);
   }
 
   if (*dra) {
-    dra_client.format = dra_json ? OutputFormat::kJson : OutputFormat::kText;
+    dra_client.format = Format(dra_json);
     if (dra_api) dra_client.api = *ParseApi(*dra_api);
     if (dra_timeout) dra_client.timeout = absl::Seconds(*dra_timeout);
     if (*dra_info) return RunDraInfo(dra_client, std::cout, std::cerr);
@@ -302,8 +309,7 @@ int Main(int argc, char** argv) {
     return RunDraUnprepare(dra_client, claims, std::cout, std::cerr);
   }
 
-  client_config.format =
-      client_json ? OutputFormat::kJson : OutputFormat::kText;
+  client_config.format = Format(client_json);
   if (timeout_seconds) client_config.timeout = absl::Seconds(*timeout_seconds);
   if (*list) {
     std::optional<absl::Duration> watch_for;

@@ -5,32 +5,22 @@
 
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "call_tracker.h"
 #include "device_plugin_api.h"
+#include "dial.h"
 #include "grpcpp/grpcpp.h"
 #include "status/v1/status.grpc.pb.h"
 #include "v1beta1/api.grpc.pb.h"
 #include "v1beta1/api.pb.h"
 
 namespace gdp::dpctl {
-
-// The gRPC target for a unix socket path: "unix:<absolute path>". A value
-// already starting with "unix:" or "unix-abstract:" is returned unchanged.
-// (gRPC 1.51 accepts "unix:/abs", "unix:///abs" and "unix:relative", but
-// refuses the authority form "unix://host/abs".)
-std::string UnixTarget(const std::string& socket_path);
-
-// absl::Status with the same code and message as `status`.
-absl::Status FromGrpc(const grpc::Status& status);
 
 // Thread-safe: calls may run concurrently from several threads.
 class PluginClient : public DevicePluginApi {
@@ -84,12 +74,7 @@ class PluginClient : public DevicePluginApi {
   PluginClient(std::string target, std::shared_ptr<grpc::Channel> channel,
                absl::Duration rpc_timeout);
 
-  // Registers `context` so Cancel can reach it; returns false (and
-  // registers nothing) when already cancelled.
-  bool Track(grpc::ClientContext* context);
-  void Untrack(grpc::ClientContext* context);
-
-  // Runs one unary call with a deadline, tracked for Cancel.
+  // Runs one unary call with the deadline rpc_timeout, tracked for Cancel.
   template <typename Response, typename Call>
   absl::StatusOr<Response> Unary(Call call);
 
@@ -98,10 +83,7 @@ class PluginClient : public DevicePluginApi {
   const std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
   const std::unique_ptr<status::v1::DeviceStatus::Stub> status_stub_;
   const absl::Duration rpc_timeout_;
-
-  absl::Mutex mu_;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  std::set<grpc::ClientContext*> active_ ABSL_GUARDED_BY(mu_);
+  CallTracker calls_;
 };
 
 }  // namespace gdp::dpctl

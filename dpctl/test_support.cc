@@ -23,6 +23,21 @@ std::string TempDir::File(const std::string& name) const {
   return path_ + "/" + name;
 }
 
+std::unique_ptr<grpc::Server> ServeUnixSocket(
+    const std::string& path, const std::vector<grpc::Service*>& services) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
+
+void StopServer(std::unique_ptr<grpc::Server>* server) {
+  if (*server == nullptr) return;
+  (*server)->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(1));
+  server->reset();
+}
+
 void RecordingSink::Emit(const Json& event) {
   absl::MutexLock lock(&mu_);
   events_.push_back(event);
@@ -212,17 +227,12 @@ bool FakePlugin::Start() {
     absl::MutexLock lock(&service_->mu_);
     service_->stopping_ = false;
   }
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket_path_,
-                           grpc::InsecureServerCredentials());
-  builder.RegisterService(service_.get());
-  bool serve_status;
+  std::vector<grpc::Service*> services = {service_.get()};
   {
     absl::MutexLock lock(&status_service_->mu_);
-    serve_status = status_service_->serve_;
+    if (status_service_->serve_) services.push_back(status_service_.get());
   }
-  if (serve_status) builder.RegisterService(status_service_.get());
-  server_ = builder.BuildAndStart();
+  server_ = ServeUnixSocket(socket_path_, services);
   return server_ != nullptr;
 }
 
@@ -232,8 +242,7 @@ void FakePlugin::Stop() {
     absl::MutexLock lock(&service_->mu_);
     service_->stopping_ = true;
   }
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  server_.reset();
+  StopServer(&server_);
 }
 
 grpc::Status FakePlugin::Register(const std::string& kubelet_socket,
