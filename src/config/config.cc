@@ -9,44 +9,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "config/checker.h"
 #include "config/names.h"
 
 namespace gdp {
 namespace {
 
-// Checks one setting; each error is "<where(path)>: <message>".
-class Checker {
- public:
-  explicit Checker(absl::FunctionRef<std::string(absl::string_view)> where)
-      : where_(where) {}
-
-  absl::Status Error(absl::string_view path, absl::string_view message) const {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where_(path), ": ", message));
-  }
-
-  std::string Where(absl::string_view path) const { return where_(path); }
-
-  absl::Status AbsolutePath(absl::string_view path,
-                            const std::string& value) const {
-    if (value.empty() || value[0] != '/') {
-      return Error(path,
-                   absl::StrCat("must be an absolute path, got '", value, "'"));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status ResourceName(absl::string_view path,
-                            absl::string_view name) const {
-    if (absl::Status s = CheckResourceName(name); !s.ok()) {
-      return Error(path, s.message());
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  absl::FunctionRef<std::string(absl::string_view)> where_;
-};
+using config_internal::Checker;
+using config_internal::CheckSocketPath;
+using config_internal::ValidateDevices;
+using config_internal::ValidateDra;
 
 absl::Status ValidateKubeletSocket(const Config& c, const Checker& check) {
   if (absl::Status s = check.AbsolutePath("--kubelet-socket", c.kubelet_socket);
@@ -59,15 +31,11 @@ absl::Status ValidateKubeletSocket(const Config& c, const Checker& check) {
         "--kubelet-socket",
         absl::StrCat("must name a socket file, got '", c.kubelet_socket, "'"));
   }
-  // sockaddr_un holds 108 bytes including the NUL.
   std::string ours = (kubelet.parent_path() / kSocketName).string();
   for (const std::string& path : {c.kubelet_socket, ours}) {
-    if (path.size() > 107) {
-      return check.Error(
-          "--kubelet-socket",
-          absl::StrCat("socket path '", path,
-                       "' is longer than the 107 bytes a unix socket address "
-                       "holds; use a shorter directory"));
+    if (absl::Status st = CheckSocketPath("--kubelet-socket", path, check);
+        !st.ok()) {
+      return st;
     }
   }
   return absl::OkStatus();
@@ -131,42 +99,6 @@ absl::Status ValidatePatterns(const std::vector<ResourcePattern>& patterns,
             check.ResourceName(absl::StrCat(entry, ".name"), r.name);
         !s.ok()) {
       return s;
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateDevices(const SharedDevices& d, absl::string_view path,
-                             const Checker& check) {
-  switch (d.kind) {
-    case SharedDevices::Kind::kAll:
-      return absl::OkStatus();
-    case SharedDevices::Kind::kCount:
-      if (d.count < 1) {
-        return check.Error(path, absl::StrCat("a number of devices must be at "
-                                              "least 1, got ",
-                                              d.count));
-      }
-      return absl::OkStatus();
-    case SharedDevices::Kind::kList:
-      break;
-  }
-  if (d.list.empty()) {
-    return check.Error(path, "must list at least one device");
-  }
-  absl::flat_hash_map<std::string, size_t> seen;
-  for (size_t i = 0; i < d.list.size(); ++i) {
-    const std::string item = absl::StrCat(path, "[", i, "]");
-    if (!IsDeviceRef(d.list[i])) {
-      return check.Error(item,
-                         absl::StrCat("'", d.list[i],
-                                      "' is not a GPU index (\"0\"), MIG index "
-                                      "(\"0:1\"), GPU UUID or MIG UUID"));
-    }
-    if (auto [it, added] = seen.emplace(d.list[i], i); !added) {
-      return check.Error(
-          item, absl::StrCat("'", d.list[i], "' is already listed at [",
-                             it->second, "]"));
     }
   }
   return absl::OkStatus();
@@ -258,82 +190,6 @@ absl::Status ValidateSharing(const Config& c, const Checker& check) {
           absl::StrCat("cannot be used with MIG strategy 'mixed' (set by ",
                        check.Where("flags.migStrategy"), ")"));
     }
-  }
-  return absl::OkStatus();
-}
-
-// Unix socket addresses hold 107 bytes and a NUL.
-absl::Status CheckSocketPath(absl::string_view flag, const std::string& path,
-                             const Checker& check) {
-  if (path.size() > 107) {
-    return check.Error(
-        flag, absl::StrCat("socket path '", path,
-                           "' is longer than the 107 bytes a unix socket "
-                           "address holds; use a shorter directory"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ValidateDra(const Config& c, const Checker& check) {
-  const DraConfig& d = c.dra;
-  if (d.devices.has_value()) {
-    if (absl::Status s = ValidateDevices(*d.devices, "dra.devices", check);
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (!c.ServesDra()) return absl::OkStatus();
-  if (absl::Status s = CheckDnsSubdomain(d.driver_name, 63); !s.ok()) {
-    return check.Error("--dra-driver-name", s.message());
-  }
-  if (d.node_name.empty()) {
-    return check.Error("--node-name",
-                       "is required with --device-api=dra or both (in a pod, "
-                       "set NODE_NAME from the downward API: spec.nodeName)");
-  }
-  if (absl::Status s = CheckDnsSubdomain(d.node_name, 253); !s.ok()) {
-    return check.Error("--node-name", s.message());
-  }
-  for (auto [flag, dir] :
-       {std::pair<const char*, const std::string&>{"--kubelet-registration-dir",
-                                                   d.registration_dir},
-        {"--kubelet-plugins-dir", d.plugins_dir}}) {
-    if (absl::Status s = check.AbsolutePath(flag, dir); !s.ok()) return s;
-  }
-  const std::filesystem::path reg = std::filesystem::path(d.registration_dir) /
-                                    absl::StrCat(d.driver_name, "-reg.sock");
-  const std::filesystem::path endpoint =
-      std::filesystem::path(d.plugins_dir) / d.driver_name / "dra.sock";
-  if (absl::Status s =
-          CheckSocketPath("--kubelet-registration-dir", reg.string(), check);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s =
-          CheckSocketPath("--kubelet-plugins-dir", endpoint.string(), check);
-      !s.ok()) {
-    return s;
-  }
-  if (d.kubeconfig.empty() && (d.api_host.empty() || d.api_port.empty())) {
-    return check.Error(
-        "--kubeconfig",
-        "is required outside a pod: KUBERNETES_SERVICE_HOST and "
-        "KUBERNETES_SERVICE_PORT are not set, so the API server cannot be "
-        "found in-cluster");
-  }
-  if (!d.kubeconfig.empty()) {
-    if (absl::Status s = check.AbsolutePath("--kubeconfig", d.kubeconfig);
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (c.device_api == DeviceApi::kBoth && !d.devices.has_value()) {
-    return check.Error(
-        "dra.devices",
-        absl::StrCat("must name the GPUs DRA serves when the device API is "
-                     "'both' (set by ",
-                     check.Where("flags.deviceAPI"),
-                     "); the device plugin serves the others"));
   }
   return absl::OkStatus();
 }
