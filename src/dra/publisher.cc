@@ -1,6 +1,8 @@
 #include "dra/publisher.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -18,6 +20,40 @@ std::string MetadataString(const nlohmann::json& object, const char* key) {
   if (m == object.end() || !m->is_object()) return "";
   auto v = m->find(key);
   return v != m->end() && v->is_string() ? v->get<std::string>() : "";
+}
+
+// Which published slice each wanted slice replaces: the one that holds the
+// wanted slice's first device, so that a change moves no device between
+// slices; the others fill the remaining places in name order, and what is
+// left over is appended to `stale`.
+std::vector<std::optional<PublishedSlice>> AlignSlices(
+    const std::vector<std::vector<SliceDevice>>& wanted,
+    std::vector<PublishedSlice> ours, std::vector<PublishedSlice>* stale) {
+  std::sort(ours.begin(), ours.end(),
+            [](const PublishedSlice& a, const PublishedSlice& b) {
+              return a.name < b.name;
+            });
+  std::map<std::string, size_t> first_device;  // -> wanted index
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (!wanted[i].empty()) first_device.emplace(wanted[i].front().name, i);
+  }
+  std::vector<std::optional<PublishedSlice>> slot(wanted.size());
+  std::vector<PublishedSlice> rest;
+  for (PublishedSlice& s : ours) {
+    auto it = s.devices.empty() ? first_device.end()
+                                : first_device.find(s.devices.front().name);
+    if (it != first_device.end() && !slot[it->second].has_value()) {
+      slot[it->second] = std::move(s);
+    } else {
+      rest.push_back(std::move(s));
+    }
+  }
+  size_t next = 0;
+  for (std::optional<PublishedSlice>& s : slot) {
+    if (!s.has_value() && next < rest.size()) s = std::move(rest[next++]);
+  }
+  for (; next < rest.size(); ++next) stale->push_back(std::move(rest[next]));
+  return slot;
 }
 
 bool AnyTaint(const std::vector<SliceDevice>& devices) {
@@ -200,10 +236,6 @@ absl::Status SlicePublisher::Reconcile() {
       (s->pool == options_.node_name ? ours : stale).push_back(*std::move(s));
     }
   }
-  std::sort(ours.begin(), ours.end(),
-            [](const PublishedSlice& a, const PublishedSlice& b) {
-              return a.name < b.name;
-            });
   int64_t generation = 0;
   for (const PublishedSlice& s : ours) {
     generation = std::max(generation, s.generation);
@@ -211,24 +243,23 @@ absl::Status SlicePublisher::Reconcile() {
   std::vector<std::vector<SliceDevice>> wanted =
       CutIntoSlices(std::move(devices), options_.limits);
   const int64_t count = static_cast<int64_t>(wanted.size());
+  // The published slice each wanted one replaces (nullopt: a new one).
+  std::vector<std::optional<PublishedSlice>> slot =
+      AlignSlices(wanted, std::move(ours), &stale);
   std::vector<size_t> changed;
   for (size_t i = 0; i < wanted.size(); ++i) {
-    const bool same = i < ours.size() && ours[i].devices == wanted[i] &&
-                      ours[i].slice_count == count &&
-                      ours[i].generation == generation &&
-                      ours[i].node_name == options_.node_name;
+    const bool same = slot[i].has_value() && slot[i]->devices == wanted[i] &&
+                      slot[i]->slice_count == count &&
+                      slot[i]->generation == generation &&
+                      slot[i]->node_name == options_.node_name;
     if (!same) changed.push_back(i);
   }
-  for (size_t i = wanted.size(); i < ours.size(); ++i) {
-    stale.push_back(ours[i]);
-  }
-  if (ours.size() > wanted.size()) ours.resize(wanted.size());
 
   if (!changed.empty() || !stale.empty()) {
     // One slice changing in place is atomic for consumers; anything more
     // is a new generation, written to every slice.
     const bool in_place = changed.size() == 1 && stale.empty() &&
-                          ours.size() == wanted.size() && generation > 0;
+                          slot[changed[0]].has_value() && generation > 0;
     if (!in_place) {
       ++generation;
       changed.clear();
@@ -236,9 +267,9 @@ absl::Status SlicePublisher::Reconcile() {
     }
     for (size_t i : changed) {
       SliceObject o;
-      if (i < ours.size()) {
-        o.name = ours[i].name;
-        o.resource_version = ours[i].resource_version;
+      if (slot[i].has_value()) {
+        o.name = slot[i]->name;
+        o.resource_version = slot[i]->resource_version;
       }
       o.driver = options_.driver_name;
       o.node_name = options_.node_name;
@@ -253,8 +284,8 @@ absl::Status SlicePublisher::Reconcile() {
       if (!written.ok()) return written.status();
       absl::StatusOr<PublishedSlice> back = ParseSlice(*written);
       if (!back.ok()) return back.status();
-      if (i < ours.size()) {
-        known.erase({ours[i].name, ours[i].resource_version});
+      if (slot[i].has_value()) {
+        known.erase({slot[i]->name, slot[i]->resource_version});
       }
       absl::MutexLock lock(&mu_);
       known_.insert({back->name, back->resource_version});

@@ -157,14 +157,34 @@ TEST_F(PublisherTest, PublishesUpdatesInPlaceAndBumpsGenerations) {
     total += x["spec"]["devices"].size();
   }
   EXPECT_EQ(total, 130u);
-  EXPECT_EQ(s[0]["metadata"]["name"], name);  // kept, rewritten
-  EXPECT_EQ(s[0]["spec"]["devices"][3]["taints"][0]["timeAdded"], added);
+  // The first slice is kept (rewritten) and still holds gpu-0..63.
+  auto named = [&](const std::vector<json>& all, const std::string& n) {
+    for (const json& x : all) {
+      if (x["metadata"]["name"] == n) return x;
+    }
+    return json();
+  };
+  json first = named(s, name);
+  ASSERT_TRUE(first.is_object());
+  EXPECT_EQ(first["spec"]["devices"][0]["name"], "gpu-0");
+  EXPECT_EQ(first["spec"]["devices"][3]["taints"][0]["timeAdded"], added);
+
+  // A change inside one slice (whatever the generated names sort like)
+  // updates that slice in place.
+  std::vector<SliceDevice> more = Devices(130, 3);
+  more[100].taints.push_back({"gpu.nvidia.com/gpu-lost", "", "NoSchedule"});
+  publisher_->SetDevices(more);
+  ASSERT_TRUE(StepUntilInSync());
+  s = Slices();
+  ASSERT_EQ(s.size(), 3u);
+  for (const json& x : s) EXPECT_EQ(x["spec"]["pool"]["generation"], 2);
 
   // Back to 8: the extra slices go.
   publisher_->SetDevices(Devices(8));
   ASSERT_TRUE(StepUntilInSync());
   s = Slices();
   ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0]["metadata"]["name"], name);
   EXPECT_EQ(s[0]["spec"]["pool"]["generation"], 3);
   EXPECT_EQ(s[0]["spec"]["pool"]["resourceSliceCount"], 1);
   absl::StatusOr<json> violations = test_api_->Get("/emulator/violations");
