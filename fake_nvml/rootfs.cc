@@ -1,5 +1,8 @@
 #include "fake_nvml/rootfs.h"
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
@@ -33,6 +36,38 @@ absl::Status WriteFile(const std::filesystem::path& path,
   if (!out) {
     return absl::InternalError(absl::StrCat("cannot write ", path.string(),
                                             ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// Makes a device node at `path` of the kind `nodes` asks for, replacing
+// whatever file or node is there (writing a regular file through an
+// existing character device would reach its driver instead).
+absl::Status WriteNode(const std::filesystem::path& path, DeviceNodes nodes,
+                       unsigned major, unsigned minor) {
+  std::error_code error;
+  const std::filesystem::file_status old =
+      std::filesystem::symlink_status(path, error);
+  error.clear();
+  if (std::filesystem::exists(old) && !std::filesystem::is_directory(old)) {
+    std::filesystem::remove(path, error);
+    if (error) {
+      return absl::InternalError(absl::StrCat("cannot replace ", path.string(),
+                                              ": ", error.message()));
+    }
+  }
+  if (nodes == DeviceNodes::kFiles) return WriteFile(path, "");
+  std::filesystem::create_directories(path.parent_path(), error);
+  if (error) {
+    return absl::InternalError(absl::StrCat(
+        "cannot create ", path.parent_path().string(), ": ", error.message()));
+  }
+  // chmod after mknod: the umask would narrow the mode given to mknod.
+  if (mknod(path.c_str(), S_IFCHR | 0666, makedev(major, minor)) != 0 ||
+      chmod(path.c_str(), 0666) != 0) {
+    return absl::InternalError(
+        absl::StrFormat("cannot make character device %s (%u:%u): %s",
+                        path.string(), major, minor, std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -177,7 +212,8 @@ std::string MigMinors(const Machine& machine) {
 }
 
 absl::Status WriteMigCaps(const Machine& machine,
-                          const std::filesystem::path& root) {
+                          const std::filesystem::path& root,
+                          DeviceNodes nodes) {
   if (absl::Status s = WriteFile(root / "proc/driver/nvidia-caps/mig-minors",
                                  MigMinors(machine));
       !s.ok()) {
@@ -185,7 +221,8 @@ absl::Status WriteMigCaps(const Machine& machine,
   }
   const std::filesystem::path caps = root / "dev/nvidia-caps";
   auto cap = [&](unsigned n) {
-    return WriteFile(caps / absl::StrCat("nvidia-cap", n), "");
+    return WriteNode(caps / absl::StrCat("nvidia-cap", n), nodes,
+                     kNvidiaCapsMajor, n);
   };
   bool any_capable = false;
   for (const Gpu& gpu : machine.gpus) {
@@ -232,7 +269,7 @@ absl::StatusOr<std::vector<std::string>> GpuDevicePaths(
 }
 
 absl::Status WriteRootfs(const Machine& machine,
-                         const std::filesystem::path& root) {
+                         const std::filesystem::path& root, DeviceNodes nodes) {
   absl::StatusOr<std::vector<std::string>> paths = GpuDevicePaths(machine);
   if (!paths.ok()) return paths.status();
   const std::filesystem::path devices = root / "sys/devices";
@@ -257,16 +294,29 @@ absl::Status WriteRootfs(const Machine& machine,
         !s.ok()) {
       return s;
     }
-    if (absl::Status s = WriteFile(dev / absl::StrCat("nvidia", gpu.minor), "");
+    if (absl::Status s = WriteNode(dev / absl::StrCat("nvidia", gpu.minor),
+                                   nodes, kNvidiaMajor, gpu.minor);
         !s.ok()) {
       return s;
     }
   }
-  for (const char* name :
-       {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"}) {
-    if (absl::Status s = WriteFile(dev / name, ""); !s.ok()) return s;
+  const struct {
+    const char* name;
+    unsigned major, minor;
+  } kControlNodes[] = {
+      {"nvidiactl", kNvidiaMajor, kNvidiaCtlMinor},
+      {"nvidia-uvm", kNvidiaUvmMajor, 0},
+      {"nvidia-uvm-tools", kNvidiaUvmMajor, 1},
+      {"nvidia-modeset", kNvidiaMajor, kNvidiaModesetMinor},
+  };
+  for (const auto& node : kControlNodes) {
+    if (absl::Status s =
+            WriteNode(dev / node.name, nodes, node.major, node.minor);
+        !s.ok()) {
+      return s;
+    }
   }
-  return WriteMigCaps(machine, root);
+  return WriteMigCaps(machine, root, nodes);
 }
 
 }  // namespace gdp::fake_nvml

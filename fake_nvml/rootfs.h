@@ -30,6 +30,25 @@ namespace gdp::fake_nvml {
 // runs out of bus numbers for its switches.
 absl::StatusOr<std::vector<std::string>> GpuDevicePaths(const Machine& machine);
 
+// How WriteRootfs makes the /dev nodes.
+enum class DeviceNodes {
+  kFiles,      // empty regular files (anyone can write them)
+  kCharacter,  // character devices with the numbers below (needs root:
+               // CAP_MKNOD outside a user namespace)
+};
+
+// The device numbers of the character nodes. GPUs and the control and
+// modeset nodes use the NVIDIA driver's fixed major 195; the driver gives
+// nvidia-uvm and nvidia-caps dynamic majors, for which the fixture takes
+// two of the kernel's "local/experimental use" majors (Documentation/
+// admin-guide/devices.txt: 120-127), which no driver is ever given, so a
+// container allowed these numbers reaches no real device.
+inline constexpr unsigned kNvidiaMajor = 195;         // /dev/nvidia<minor>
+inline constexpr unsigned kNvidiaCtlMinor = 255;      // /dev/nvidiactl
+inline constexpr unsigned kNvidiaModesetMinor = 254;  // /dev/nvidia-modeset
+inline constexpr unsigned kNvidiaUvmMajor = 120;      // nvidia-uvm 0, -tools 1
+inline constexpr unsigned kNvidiaCapsMajor = 121;     // nvidia-cap<N>: minor N
+
 // Creates under `root` (and its missing parents):
 //   sys/devices/<GpuDevicePaths>/numa_node        each GPU's NUMA node and
 //                                                 a newline
@@ -41,7 +60,7 @@ absl::StatusOr<std::vector<std::string>> GpuDevicePaths(const Machine& machine);
 //                                                 (lower-case hex bus id,
 //                                                 4-digit domain)
 //   dev/nvidiactl, dev/nvidia-uvm, dev/nvidia-uvm-tools, dev/nvidia-modeset,
-//   dev/nvidia<minor> per GPU                     empty regular files
+//   dev/nvidia<minor> per GPU                     device nodes (`nodes`)
 //   proc/driver/nvidia-caps/mig-minors            the MIG capability minors
 //                                                 as the driver lists them
 //                                                 (see README.md): config,
@@ -50,17 +69,24 @@ absl::StatusOr<std::vector<std::string>> GpuDevicePaths(const Machine& machine);
 //                                                 ID 0-14 and compute
 //                                                 instance ID 0-7, numbered
 //                                                 by MigCapMinor
-//   dev/nvidia-caps/nvidia-cap<N>                 empty regular files for
+//   dev/nvidia-caps/nvidia-cap<N>                 device nodes for
 //                                                 config (1) and monitor (2)
 //                                                 when a GPU is MIG capable,
 //                                                 and for each GPU and
 //                                                 compute instance that
 //                                                 exists
-// Existing files are overwritten and an existing entry at a link's place
-// (file, link or directory) replaced; nothing else is touched. Errors name
-// the path that could not be written, or are GpuDevicePaths'.
+// Device nodes are `nodes`: empty regular files, or character devices
+// (the numbers above: 195:<minor>, nvidiactl 195:255, nvidia-modeset
+// 195:254, nvidia-uvm 120:0, nvidia-uvm-tools 120:1, nvidia-cap<N> 121:N),
+// mode 0666 as the driver makes them.
+// Existing files are overwritten, an existing device node replaced by the
+// kind asked for, and an existing entry at a link's place (file, link or
+// directory) replaced; nothing else is touched. Errors name the path that
+// could not be written (for a character device, with mknod's error), or are
+// GpuDevicePaths'.
 absl::Status WriteRootfs(const Machine& machine,
-                         const std::filesystem::path& root);
+                         const std::filesystem::path& root,
+                         DeviceNodes nodes = DeviceNodes::kFiles);
 
 // The capability minor N (/dev/nvidia-caps/nvidia-cap<N>) of GPU instance
 // `gi` of the GPU with minor `gpu_minor`, or of its compute instance `ci`:

@@ -1,7 +1,10 @@
 // The fake-nvml tool: rootfs fixture and command line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -63,10 +66,11 @@ std::string Prefix(const std::string& path, int n) {
 TEST_F(RootfsTest, WritesSysfsAndDevNodes) {
   const std::filesystem::path root = dir_ + "/root";
   std::string output;
-  ASSERT_EQ(RunTool("rootfs --machine " + ShippedMachine("dgx-a100.yaml") +
-                        " --out " + root.string(),
-                    dir_, &output),
-            0)
+  ASSERT_EQ(
+      RunTool("rootfs --device-nodes files --machine " +
+                  ShippedMachine("dgx-a100.yaml") + " --out " + root.string(),
+              dir_, &output),
+      0)
       << output;
   const char* kBusIds[] = {"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0",
                            "0000:4e:00.0", "0000:87:00.0", "0000:90:00.0",
@@ -197,10 +201,81 @@ TEST_F(RootfsTest, WritesMigCapabilities) {
         << c.line;
   }
   for (const char* name : {"nvidia-cap1", "nvidia-cap2"}) {
-    EXPECT_TRUE(
-        std::filesystem::is_regular_file(root / "dev/nvidia-caps" / name))
+    EXPECT_TRUE(std::filesystem::exists(root / "dev/nvidia-caps" / name))
         << name;
   }
+}
+
+// What lies at `path`: "chr <major>:<minor> <mode>", "file <size>", or
+// "other" / "missing".
+std::string NodeAt(const std::filesystem::path& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return "missing";
+  if (S_ISCHR(st.st_mode)) {
+    return "chr " + std::to_string(major(st.st_rdev)) + ":" +
+           std::to_string(minor(st.st_rdev)) + " " +
+           std::to_string(st.st_mode & 0777);
+  }
+  if (S_ISREG(st.st_mode)) return "file " + std::to_string(st.st_size);
+  return "other";
+}
+
+TEST_F(RootfsTest, DeviceNodesAreCharacterDevicesForRootElseFiles) {
+  const bool root_user = geteuid() == 0;
+  // 0666 is 438.
+  const struct {
+    const char* node;
+    const char* chr;  // as NodeAt reports a character device
+  } kNodes[] = {
+      {"dev/nvidia0", "chr 195:0 438"},
+      {"dev/nvidia1", "chr 195:1 438"},
+      {"dev/nvidiactl", "chr 195:255 438"},
+      {"dev/nvidia-modeset", "chr 195:254 438"},
+      {"dev/nvidia-uvm", "chr 120:0 438"},
+      {"dev/nvidia-uvm-tools", "chr 120:1 438"},
+      {"dev/nvidia-caps/nvidia-cap1", "chr 121:1 438"},
+      {"dev/nvidia-caps/nvidia-cap2", "chr 121:2 438"},
+      {"dev/nvidia-caps/nvidia-cap21", "chr 121:21 438"},
+      {"dev/nvidia-caps/nvidia-cap94", "chr 121:94 438"},
+  };
+  const struct {
+    const char* mode;
+    bool character;  // expect character devices
+    bool needs_root;
+  } kModes[] = {
+      {"files", false, false},
+      {"char", true, true},
+      {"auto", root_user, false},
+      // Back to files over the character devices of the run before.
+      {"files", false, false},
+  };
+  const std::filesystem::path root = dir_ + "/root";
+  for (const auto& m : kModes) {
+    if (m.needs_root && !root_user) continue;
+    std::string output;
+    ASSERT_EQ(
+        RunTool(std::string("rootfs --device-nodes ") + m.mode + " --machine " +
+                    ShippedMachine("h100-mig.yaml") + " --out " + root.string(),
+                dir_, &output),
+        0)
+        << m.mode << ": " << output;
+    for (const auto& n : kNodes) {
+      EXPECT_EQ(NodeAt(root / n.node), m.character ? n.chr : "file 0")
+          << m.mode << " " << n.node;
+    }
+  }
+}
+
+TEST_F(RootfsTest, CharacterDevicesWithoutRootFailNamingTheNode) {
+  if (geteuid() == 0) GTEST_SKIP() << "root may make device nodes";
+  std::string output;
+  EXPECT_EQ(
+      RunTool("rootfs --device-nodes char --machine " +
+                  ShippedMachine("pcie-t4.yaml") + " --out " + dir_ + "/root",
+              dir_, &output),
+      1);
+  EXPECT_THAT(output, HasSubstr("cannot make character device " + dir_ +
+                                "/root/dev/nvidia0 (195:0)"));
 }
 
 TEST_F(RootfsTest, NoCapabilityNodesWithoutMigCapableGpus) {
@@ -230,6 +305,12 @@ TEST_F(RootfsTest, BadMachineFails) {
             1);
   EXPECT_THAT(output, HasSubstr(bad + ":1: "));
   EXPECT_NE(RunTool("rootfs --out " + dir_, dir_, &output), 0);
+  EXPECT_NE(
+      RunTool("rootfs --device-nodes block --machine " +
+                  ShippedMachine("pcie-t4.yaml") + " --out " + dir_ + "/root",
+              dir_, &output),
+      0);
+  EXPECT_THAT(output, HasSubstr("--device-nodes"));
 }
 
 }  // namespace
