@@ -3,6 +3,9 @@
 #   build/      GCC, RelWithDebInfo
 #   build-asan/ clang with AddressSanitizer, UndefinedBehaviorSanitizer and
 #               -Wthread-safety (checks the ABSL_GUARDED_BY annotations)
+# and, once, after the GCC tests, the runtime tests (tests/runtime/run.py:
+# the image built and run by podman, workload containers from the plugin's
+# answers), which need root, podman and runc (see the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
@@ -12,6 +15,12 @@ echo "== GCC build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs" --timeout 120)
+
+echo "== runtime tests: podman + runc (tests/runtime)"
+# Rootful podman and real device nodes: through sudo when not root.
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo /usr/bin/python3 tests/runtime/run.py --build build
 
 echo "== clang + ASan/UBSan build"
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja \
