@@ -6,7 +6,9 @@
 # through the config file, reloaded on SIGHUP. Last, the same daemon as the
 # DRA driver gpu.nvidia.com against the API server emulator and the
 # kubelet's DRA side (dpctl dra-kubelet): ResourceSlices, a claim prepared
-# into a CDI spec, and an XID turning into a device taint.
+# into a CDI spec, and an XID turning into a device taint. Where podman can
+# start containers (root, podman and runc), it ends with a workload
+# container made from an Allocate answer, showing its GPUs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
@@ -172,3 +174,36 @@ for s in json.load(sys.stdin)["items"]:
 echo
 echo "== the DRA daemon's log"
 cat "$demo/dra.log"
+
+echo
+echo "== a GPU arrives in a container: podman and runc start a workload container"
+echo "   from the plugin's Allocate answer, as the kubelet and a CRI runtime would"
+kill "$dra_pid" && wait "$dra_pid" || true
+dra_pid=""
+echo "   (checking podman; the first time its Debian base image is made with debootstrap, about a minute)"
+if [ ! -c "$demo/root/dev/nvidia0" ]; then
+  echo "== no workload container: the fixture's /dev/nvidia* are not device nodes here (device nodes need root)"
+elif ! /usr/bin/python3 tests/runtime/podman.py ready build/runtime-cache >"$demo/podman.txt" 2>&1; then
+  echo "== no workload container: $(tail -1 "$demo/podman.txt")"
+else
+  LD_LIBRARY_PATH=build/fake_nvml/lib FAKE_NVML_MACHINE="$machine" \
+    build/src/gpu-device-plugin --kubelet-socket "$demo/kp/kubelet.sock" \
+    --sysfs-root "$demo/root/sys" --dev-root "$demo/root" --pass-device-specs \
+    2>"$demo/plugin-workload.log" &
+  plugin_pid=$!
+  build/dpctl/dpctl kubelet --dir "$demo/kp" --json \
+    --allocate nvidia.com/gpu=2:gpu-pod --exit-after-allocate >"$demo/answer.json"
+  /usr/bin/python3 - "$demo/answer.json" <<'EOT'
+import json, sys
+for line in open(sys.argv[1]):
+  e = json.loads(line) if line.startswith("{") else {}
+  if e.get("event") == "allocate":
+    r = e["response"]
+    print("== the answer for gpu-pod: env %s, device specs %s" % (
+        r["envs"], " ".join("%s->%s" % (d["host_path"], d["container_path"])
+                            for d in r["devices"])))
+EOT
+  echo "== in the container: ls -l /dev/nvidia*; echo NVIDIA_VISIBLE_DEVICES"
+  /usr/bin/python3 tests/runtime/containers.py "$demo/answer.json" -- \
+    sh -c 'ls -l /dev/nvidia*; echo "NVIDIA_VISIBLE_DEVICES=$NVIDIA_VISIBLE_DEVICES"'
+fi
