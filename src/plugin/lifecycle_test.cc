@@ -149,7 +149,13 @@ TEST_F(LifecycleTest, DirectoryRemovedIsRecreatedAndWatchedAgain) {
   StartRunning();
   ASSERT_TRUE(Eventually([&] { return lifecycle_->registrations() == 1; }));
   kubelet.reset();
-  fs::remove_all(dir_);
+  // As `rm -rf` would, until it wins: the plugin may serve its socket again
+  // between the removal of the socket and that of the directory.
+  ASSERT_TRUE(Eventually([&] {
+    std::error_code error;
+    fs::remove_all(dir_, error);
+    return !error && !fs::exists(dir_);
+  }));
   // The plugin recreates the directory and serves there again...
   ASSERT_TRUE(Eventually([&] { return OurSocketExists(); }));
   // ...and notices the next kubelet.
