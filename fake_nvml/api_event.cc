@@ -35,6 +35,11 @@ nvmlReturn_t Wait(nvmlEventSet_t set, nvmlEventData_t* data,
       std::memcpy(data, &*event, bytes);
       return NVML_SUCCESS;
     }
+    // Queued events first (the XID 79 of a GPU falling off the bus), then
+    // a set holding a lost GPU answers that, as NVML documents.
+    for (unsigned gpu : events->RecordedGpus()) {
+      if (call.session().lost(gpu)) return NVML_ERROR_GPU_IS_LOST;
+    }
     if (absl::Now() >= deadline) return NVML_ERROR_TIMEOUT;
     events->WaitUntil(deadline);
   }

@@ -11,13 +11,24 @@
 namespace gdp::fake_nvml {
 namespace {
 
+// XID 79: GPU has fallen off the bus.
+constexpr unsigned long long kXidFallenOffTheBus = 79;
+
 void Apply(const ControlCommand& command, Session& session)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex) {
   using Kind = ControlCommand::Kind;
   switch (command.kind) {
     case Kind::kLose:
+      if (session.lost(command.gpu)) break;
+      // What the driver reports as the GPU falls off the bus, then every
+      // wait on a set holding the GPU answers GPU_IS_LOST.
+      session.Deliver(command.gpu, nvmlEventTypeXidCriticalError,
+                      kXidFallenOffTheBus, 0xFFFFFFFF, 0xFFFFFFFF);
+      session.set_lost(command.gpu, true);
+      session.WakeEventSets();
+      break;
     case Kind::kRestore:
-      session.set_lost(command.gpu, command.kind == Kind::kLose);
+      session.set_lost(command.gpu, false);
       break;
     case Kind::kXid:
       session.Deliver(command.gpu, nvmlEventTypeXidCriticalError, command.xid,

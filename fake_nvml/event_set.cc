@@ -15,6 +15,13 @@ void EventSet::Offer(unsigned gpu, const nvmlEventData_t& event) {
   changed_.SignalAll();
 }
 
+std::vector<unsigned> EventSet::RecordedGpus() const {
+  std::vector<unsigned> gpus;
+  gpus.reserve(recorded_.size());
+  for (const auto& [gpu, types] : recorded_) gpus.push_back(gpu);
+  return gpus;
+}
+
 std::optional<nvmlEventData_t> EventSet::Pop() {
   if (queue_.empty()) return std::nullopt;
   nvmlEventData_t event = queue_.front();

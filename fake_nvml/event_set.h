@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <optional>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
@@ -29,6 +30,10 @@ class EventSet {
   // Queues `event` if this set records its type for GPU `gpu`, and wakes
   // the waiters.
   void Offer(unsigned gpu, const nvmlEventData_t& event)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
+
+  // The GPUs this set records events of, in no particular order.
+  std::vector<unsigned> RecordedGpus() const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
 
   // Removes and returns the oldest queued event, if any.

@@ -116,6 +116,46 @@ TEST_F(EventsTest, OnlyRegisteredDevicesAndTypesAreQueued) {
   EXPECT_EQ(NVML(nvmlEventSetFree)(other), NVML_SUCCESS);
 }
 
+TEST_F(EventsTest, LosingAGpuQueuesXid79ThenWaitsAnswerGpuIsLost) {
+  ASSERT_EQ(NVML(nvmlDeviceRegisterEvents)(Device(1), kAll, set_),
+            NVML_SUCCESS);
+  const nvmlDevice_t gpu2 = Device(2);  // lookups fail once it is lost
+  ASSERT_EQ(NVML(nvmlDeviceRegisterEvents)(gpu2, kAll, set_), NVML_SUCCESS);
+  // A set without the GPU waits as before.
+  nvmlEventSet_t other = nullptr;
+  ASSERT_EQ(NVML(nvmlEventSetCreate)(&other), NVML_SUCCESS);
+  ASSERT_EQ(NVML(nvmlDeviceRegisterEvents)(Device(3), kAll, other),
+            NVML_SUCCESS);
+  // A waiter blocked before the loss sees the XID at once.
+  auto waiter = std::async(std::launch::async, [this] {
+    nvmlEventData_t data;
+    std::memset(&data, 0, sizeof(data));
+    const nvmlReturn_t result = Wait(&data, 5000);
+    return std::make_pair(result, data);
+  });
+  std::this_thread::sleep_for(milliseconds(20));
+  Control("lose 2");
+  const auto [result, data] = waiter.get();
+  ASSERT_EQ(result, NVML_SUCCESS);
+  EXPECT_EQ(data.device, gpu2);
+  EXPECT_EQ(data.eventType,
+            static_cast<unsigned long long>(nvmlEventTypeXidCriticalError));
+  EXPECT_EQ(data.eventData, 79u);
+  nvmlEventData_t next;
+  EXPECT_EQ(Wait(&next, 0), NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(Wait(&next, 1000), NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(NVML(nvmlEventSetWait_v2)(other, &next, 0), NVML_ERROR_TIMEOUT);
+  Control("lose 2");  // again: nothing more is queued
+  Control("restore 2");
+  // The lines apply in order: once the GPU answers, both were applied.
+  ASSERT_TRUE(Eventually([&] {
+    nvmlDevice_t device = nullptr;
+    return NVML(nvmlDeviceGetHandleByIndex_v2)(2, &device) == NVML_SUCCESS;
+  }));
+  EXPECT_EQ(Wait(&next, 10), NVML_ERROR_TIMEOUT);
+  EXPECT_EQ(NVML(nvmlEventSetFree)(other), NVML_SUCCESS);
+}
+
 TEST_F(EventsTest, WaitTimesOut) {
   ASSERT_EQ(NVML(nvmlDeviceRegisterEvents)(Device(0), kAll, set_),
             NVML_SUCCESS);

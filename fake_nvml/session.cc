@@ -155,6 +155,10 @@ bool Session::FreeEventSet(nvmlEventSet_t handle) {
   return true;
 }
 
+void Session::WakeEventSets() {
+  for (auto& [handle, set] : event_sets_) set->Wake();
+}
+
 void Session::Deliver(unsigned gpu, unsigned long long type,
                       unsigned long long data, unsigned gpu_instance,
                       unsigned compute_instance) {

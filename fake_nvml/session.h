@@ -99,6 +99,9 @@ class Session {
   bool FreeEventSet(nvmlEventSet_t handle)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
 
+  // Wakes every event set's waiters, so they re-check the GPUs' state.
+  void WakeEventSets() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
+
   // Queues an event of `type` on GPU `gpu` in every set recording it.
   void Deliver(unsigned gpu, unsigned long long type, unsigned long long data,
                unsigned gpu_instance, unsigned compute_instance)

@@ -16,6 +16,7 @@
 #include "resources/device_api.h"
 #include "resources/resources.h"
 #include "topology/discover.h"
+#include "util/keep_until_exit.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -132,7 +133,18 @@ Daemon::Daemon(const Nvml& nvml, Config config)
 
 Daemon::~Daemon() {
   if (monitor_ != nullptr) monitor_->Stop();
-  if (monitor_thread_.joinable()) monitor_thread_.join();
+  if (monitor_thread_.joinable()) {
+    // Sleeping between NVML retries, it ends at once; inside an NVML event
+    // wait, which NVML cannot cut short, it is left behind with what it
+    // uses (main keeps the Nvml too and exits without destructors).
+    if (monitor_->RunEnded(absl::Milliseconds(50))) {
+      monitor_thread_.join();
+    } else {
+      VLOG(1, "The health monitor is in an NVML event wait; not waiting");
+      monitor_thread_.detach();
+      KeepUntilExit(std::move(monitor_));
+    }
+  }
   health_.SetOnChange(nullptr);
   dra_.reset();
   absl::MutexLock lock(&health_mu_);
@@ -192,7 +204,7 @@ absl::Status Daemon::Start(NodeGpus node) {
     o.sweep_interval = config_.health_probe_interval;
     o.retry_interval = config_.health_probe_interval;
     monitor_ =
-        std::make_unique<HealthMonitor>(nvml_, health_, GpuRefs(node_), o);
+        std::make_unique<HealthMonitor>(nvml_, health_, WatchedGpus(node_), o);
     monitor_thread_ = std::thread([m = monitor_.get()] { m->Run(); });
   }
   return absl::OkStatus();
@@ -338,7 +350,7 @@ absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
     if (!before)
       health_.OnReset(now, "it reappeared in discovery", absl::Now());
   }
-  if (monitor_ != nullptr) monitor_->Watch(GpuRefs(*node));
+  if (monitor_ != nullptr) monitor_->Watch(WatchedGpus(*node));
   config_ = *loaded;
   node_ = *std::move(node);
   LOG_INFO("Config reloaded; serving {}",

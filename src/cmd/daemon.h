@@ -36,7 +36,9 @@ class Daemon {
   // `nvml` must outlive the daemon. REQUIRES: Validate(config).ok().
   Daemon(const Nvml& nvml, Config config);
 
-  // Stops the health monitor, then every plugin.
+  // Stops the health monitor, then every plugin. A monitor blocked in an
+  // NVML event wait is not waited for: it is kept (KeepUntilExit) and
+  // still uses the Nvml, which must then be kept too, never destroyed.
   ~Daemon();
 
   // Builds the resources from `node`, writes the CDI spec (with a cdi-*

@@ -22,6 +22,7 @@
 #include "config/load.h"
 #include "nvml/nvml.h"
 #include "util/file_watcher.h"
+#include "util/keep_until_exit.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -248,6 +249,8 @@ int Serve(const ParsedFlags& flags) {
                           labels.has_value() ? &*labels : nullptr);
       }  // the labels stop first
     }    // the plugins stop before NVML shuts down
+    // A health monitor left in an NVML wait still uses the library.
+    if (AnythingKeptUntilExit()) KeepUntilExit(std::move(nvml));
   }
   if (!stop.requested.HasBeenNotified()) {
     stop.exiting = true;
@@ -255,6 +258,7 @@ int Serve(const ParsedFlags& flags) {
   }
   signal_thread.join();
   LOG_INFO("Exiting with status {}", exit_code);
+  if (AnythingKeptUntilExit()) ExitNow(exit_code);
   return exit_code;
 }
 
@@ -266,6 +270,10 @@ int main(int argc, char** argv) {
   // malloc arena by default; a node daemon gains nothing from that but
   // dirty memory.
   mallopt(M_ARENA_MAX, 2);
+  // Debian builds Abseil without NDEBUG, which turns on the Mutex deadlock
+  // detector: a lock-order graph updated on every lock, gRPC's included.
+  // Tests keep it; the daemon does not pay for it on every node.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   gdp::ParsedFlags flags = gdp::ParseFlags(argc, argv);
   if (!flags.config.has_value()) return flags.exit_code;
   gdp::logging::Init(flags.config->verbosity);

@@ -23,7 +23,7 @@ struct HealthCause {
     kXid,       // an XID event (`xid`)
     kEcc,       // an uncorrectable (double-bit) ECC error
     kLost,      // the GPU fell off the bus
-    kNvml,      // NVML failed as a whole
+    kNvml,      // NVML failed as a whole, or for this MIG device
     kFlapping,  // reset after failing repeatedly, held for a while
   };
   Kind kind = Kind::kNone;

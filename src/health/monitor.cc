@@ -10,8 +10,18 @@
 
 namespace gdp {
 
+std::vector<WatchedGpu> WatchedGpus(const NodeGpus& node) {
+  std::vector<WatchedGpu> out;
+  for (const GpuInfo& g : node.gpus) {
+    WatchedGpu w{{g.uuid, g.index}, {}};
+    for (const MigInfo& m : g.migs) w.migs.push_back({m.gi, m.ci});
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 HealthMonitor::HealthMonitor(const Nvml& nvml, HealthTracker& tracker,
-                             std::vector<GpuRef> gpus,
+                             std::vector<WatchedGpu> gpus,
                              HealthMonitorOptions options)
     : nvml_(nvml), tracker_(tracker), options_(std::move(options)) {
   incoming_ = std::move(gpus);
@@ -19,7 +29,7 @@ HealthMonitor::HealthMonitor(const Nvml& nvml, HealthTracker& tracker,
 
 HealthMonitor::~HealthMonitor() = default;
 
-void HealthMonitor::Watch(std::vector<GpuRef> gpus) {
+void HealthMonitor::Watch(std::vector<WatchedGpu> gpus) {
   absl::MutexLock lock(&mu_);
   incoming_.insert(incoming_.end(), std::make_move_iterator(gpus.begin()),
                    std::make_move_iterator(gpus.end()));
@@ -30,6 +40,10 @@ void HealthMonitor::Stop() {
   stop_ = true;
 }
 
+bool HealthMonitor::RunEnded(absl::Duration timeout) {
+  return run_ended_.WaitForNotificationWithTimeout(timeout);
+}
+
 void HealthMonitor::Sleep(absl::Duration d) {
   absl::MutexLock lock(&mu_);
   auto stopped = [this] { return stop_.load(); };
@@ -37,21 +51,23 @@ void HealthMonitor::Sleep(absl::Duration d) {
 }
 
 void HealthMonitor::TakeNewGpus() {
-  std::vector<GpuRef> incoming;
+  std::vector<WatchedGpu> incoming;
   {
     absl::MutexLock lock(&mu_);
     incoming.swap(incoming_);
   }
-  for (GpuRef& ref : incoming) {
+  for (WatchedGpu& gpu : incoming) {
     auto it = std::find_if(gpus_.begin(), gpus_.end(), [&](const Watched& w) {
-      return w.ref.uuid == ref.uuid;
+      return w.ref.uuid == gpu.ref.uuid;
     });
     if (it != gpus_.end()) {
-      it->ref.index = ref.index;
+      it->ref.index = gpu.ref.index;
+      it->migs = std::move(gpu.migs);
       continue;
     }
     Watched w;
-    w.ref = std::move(ref);
+    w.ref = std::move(gpu.ref);
+    w.migs = std::move(gpu.migs);
     gpus_.push_back(std::move(w));
     if (set_ != nullptr) Register(gpus_.back());
   }
@@ -126,6 +142,7 @@ void HealthMonitor::Sweep() {
     switch (out.result) {
       case ProbeResult::kPass:
         tracker_.OnGpuAnswers(gpu.ref, now);
+        SweepMigs(gpu, now);
         if (!gpu.registered) {
           Register(gpu);
         } else if (!gpu.last_error.empty()) {
@@ -146,6 +163,28 @@ void HealthMonitor::Sweep() {
           LOG_WARN("GPU {} {}: probe failed: {}", gpu.ref.index, gpu.ref.uuid,
                    out.detail);
         }
+        break;
+    }
+  }
+}
+
+void HealthMonitor::SweepMigs(const Watched& gpu, absl::Time now) {
+  if (gpu.migs.empty()) return;
+  const std::vector<ProbeOutcome> outs =
+      ProbeMigDevices(nvml_, gpu.ref, gpu.migs);
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const ProbeTarget target{gpu.ref, gpu.migs[k].gi, gpu.migs[k].ci};
+    switch (outs[k].result) {
+      case ProbeResult::kFail:
+        tracker_.OnMigProbeFailed(target, outs[k].detail, now);
+        break;
+      case ProbeResult::kGone:
+        // The layout changed since discovery; discovery will follow.
+        VLOG(1, "GPU {} {}: no MIG device GI {} CI {} any more ({})",
+             gpu.ref.index, gpu.ref.uuid, target.gi, target.ci, outs[k].detail);
+        break;
+      case ProbeResult::kPass:
+      case ProbeResult::kLost:  // the next sweep finds the GPU lost
         break;
     }
   }
@@ -224,7 +263,10 @@ void HealthMonitor::Step(absl::Duration max_wait) {
         std::min({left, std::max(until_due, absl::Milliseconds(1)),
                   options_.wait_slice});
     absl::StatusOr<NvmlEvent> event = set_->Wait(wait);
+    // Stopped during the wait: the caller may be tearing the tracker down.
+    if (stopping()) return;
     if (event.ok()) {
+      remade_after_lost_ = false;
       tracker_.OnNvmlWorks(options_.clock());
       Handle(*event);
       // Whatever else has arrived, without waiting.
@@ -233,16 +275,24 @@ void HealthMonitor::Step(absl::Duration max_wait) {
     }
     switch (NvmlCode(event.status())) {
       case NVML_ERROR_TIMEOUT:
+        remade_after_lost_ = false;
         tracker_.OnNvmlWorks(options_.clock());
         if (absl::Now() >= deadline) return;
         continue;
-      case NVML_ERROR_GPU_IS_LOST:
-        // A watched GPU fell off the bus: find which now, and watch the
-        // others on a new event set (made after retry_interval, so that a
-        // wait that keeps answering this cannot spin).
+      case NVML_ERROR_GPU_IS_LOST: {
+        // A watched GPU fell off the bus: find which now (the sweep marks
+        // it unregistered), and watch the others on a new event set at
+        // once; if the new set answers this again before any wait worked,
+        // only after retry_interval, so that it cannot spin.
         Sweep();
+        const bool again = remade_after_lost_;
         DropEventSet();
+        if (!again) {
+          next_setup_ = absl::InfinitePast();
+          remade_after_lost_ = true;
+        }
         return;
+      }
       default:
         tracker_.OnNvmlFailure(
             absl::StrCat("NVML event wait failed: ", event.status().message()),
@@ -261,6 +311,7 @@ void HealthMonitor::DropEventSet() {
 
 void HealthMonitor::Run() {
   while (!stopping()) Step(absl::InfiniteDuration());
+  run_ended_.Notify();
 }
 
 }  // namespace gdp

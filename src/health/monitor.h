@@ -13,17 +13,22 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "health/probe.h"
 #include "health/tracker.h"
 #include "nvml/nvml.h"
 
 namespace gdp {
 
 struct HealthMonitorOptions {
-  // The longest single NVML wait. NVML cannot interrupt a wait, so this
-  // bounds how long Stop takes to end Run.
-  absl::Duration wait_slice = absl::Milliseconds(100);
+  // The longest single NVML wait. By default none: a wait lasts until an
+  // event, or until the next sweep or probe is due, so an idle monitor
+  // wakes once per sweep_interval. NVML cannot interrupt a wait, so Stop
+  // ends Run only when the wait in progress ends (see Stop). Tests with a
+  // fake clock set a short one.
+  absl::Duration wait_slice = absl::InfiniteDuration();
   // How often every watched GPU is probed (lost GPUs show no event: a GPU
   // that fell off the bus is found here, and so is one that came back).
   absl::Duration sweep_interval = absl::Seconds(5);
@@ -39,50 +44,74 @@ inline constexpr unsigned long long kHealthEventTypes =
     nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError |
     nvmlEventTypeSingleBitEccError;
 
+// A GPU to watch, and the MIG devices discovery found on it, which sweeps
+// probe too.
+struct WatchedGpu {
+  GpuRef ref;
+  std::vector<MigInstance> migs;
+};
+
+// The GPUs of a discovery, with their MIG devices.
+std::vector<WatchedGpu> WatchedGpus(const NodeGpus& node);
+
 // One thread runs Step/Run; Watch and Stop may be called from any thread.
 class HealthMonitor {
  public:
   // `nvml` and `tracker` must outlive the monitor. `gpus`: the GPUs to
   // watch (see Watch). Nothing is called on NVML until the first Step.
   HealthMonitor(const Nvml& nvml, HealthTracker& tracker,
-                std::vector<GpuRef> gpus, HealthMonitorOptions options = {});
+                std::vector<WatchedGpu> gpus,
+                HealthMonitorOptions options = {});
   // Frees the event set. REQUIRES: Run/Step are not running.
   ~HealthMonitor();
   HealthMonitor(const HealthMonitor&) = delete;
   HealthMonitor& operator=(const HealthMonitor&) = delete;
 
   // Also watches these GPUs from the next Step on (by UUID; ones already
-  // watched keep their state, their index is updated). GPUs are never
-  // dropped: one that vanished from discovery is still probed, and comes
-  // back healthy when it answers again.
-  void Watch(std::vector<GpuRef> gpus) ABSL_LOCKS_EXCLUDED(mu_);
+  // watched keep their state, their index and MIG devices are updated).
+  // GPUs are never dropped: one that vanished from discovery is still
+  // probed, and comes back healthy when it answers again.
+  void Watch(std::vector<WatchedGpu> gpus) ABSL_LOCKS_EXCLUDED(mu_);
 
   // One round: sets NVML up if needed (event set, registration of every
   // GPU for kHealthEventTypes: a GPU that supports none or answers
   // NOT_SUPPORTED is logged and watched by probes only, a lost GPU is
   // reported lost); runs the sweep and the tracker's probes when due; then
-  // waits up to `max_wait` (in wait_slice pieces, ending early on Stop or
-  // when the next sweep or probe is due) for events and hands every event
-  // that came to the tracker. Returns after handling events, after
+  // waits up to `max_wait` (in wait_slice pieces, ending early when the
+  // next sweep or probe is due) for events and hands every event that came
+  // to the tracker. GPUs passed to Watch are registered at the next Step,
+  // after the wait in progress. Returns after handling events, after
   // `max_wait`, or on Stop. If NVML fails (the wait errs, or no event set
   // can be made), the tracker is told, the event set dropped, and it is
   // made anew in a later Step, at most every retry_interval; in between
   // Step sleeps (Stop ends that at once). NVML counts as working again
   // when a wait on the new set succeeds or times out. A wait answering
   // NVML_ERROR_GPU_IS_LOST is no NVML failure: every GPU is probed at once
-  // and the event set made anew.
+  // and the event set made anew without the lost GPU, at the next Step (or
+  // after retry_interval if the new set answers that again at once).
   void Step(absl::Duration max_wait) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Steps until Stop.
+  // Steps until Stop; then marks itself ended (RunEnded).
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Makes Run return (within one wait_slice) and every later Step return
-  // at once. Thread-safe; does not wait.
+  // Makes every later Step return at once, and Run return when the NVML
+  // wait in progress ends (at once if it is sleeping between NVML retries).
+  // NVML cannot interrupt a wait, so that may be up to the next sweep; but
+  // from Stop on, a Step whose wait ends returns without touching the
+  // tracker or the log. A caller that cannot wait (shutdown) may therefore
+  // leave Run's thread blocked in NVML, provided this monitor and the Nvml
+  // are never destroyed (util/keep_until_exit.h). Thread-safe; does not
+  // wait.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Waits up to `timeout` for Run to return after Stop; whether it has.
+  // Thread-safe.
+  bool RunEnded(absl::Duration timeout);
 
  private:
   struct Watched {
     GpuRef ref;
+    std::vector<MigInstance> migs;  // probed by sweeps
     nvmlDevice_t handle = nullptr;  // when registered
     bool registered = false;        // on the current event set
     std::string last_error;         // of registration or sweep, logged
@@ -94,8 +123,11 @@ class HealthMonitor {
   void Register(Watched& gpu);
   // Adds GPUs passed to Watch.
   void TakeNewGpus() ABSL_LOCKS_EXCLUDED(mu_);
-  // Probes every GPU; re-registers the ones that answer again.
+  // Probes every GPU and the MIG devices of those that answer (a MIG
+  // device failing NVML calls is reported to the tracker); re-registers
+  // the GPUs that answer again.
   void Sweep();
+  void SweepMigs(const Watched& gpu, absl::Time now);
   void RunDueProbes();
   // Frees the event set; a new one is made after retry_interval.
   void DropEventSet();
@@ -113,10 +145,14 @@ class HealthMonitor {
   std::unique_ptr<NvmlEventSet> set_;
   absl::Time next_sweep_ = absl::InfinitePast();  // tracker clock
   absl::Time next_setup_ = absl::InfinitePast();  // real time
+  // The event set was made anew at once after GPU_IS_LOST, and no wait on
+  // it has worked yet.
+  bool remade_after_lost_ = false;
 
   std::atomic<bool> stop_{false};
+  absl::Notification run_ended_;
   absl::Mutex mu_;
-  std::vector<GpuRef> incoming_ ABSL_GUARDED_BY(mu_);  // from Watch
+  std::vector<WatchedGpu> incoming_ ABSL_GUARDED_BY(mu_);  // from Watch
 };
 
 }  // namespace gdp

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -72,11 +73,11 @@ class MonitorTest : public ::testing::Test {
     for (unsigned i = 0; i < count; ++i) {
       refs_.push_back({*nvml_->Uuid(*nvml_->DeviceByIndex(i)), i});
     }
-    std::vector<GpuRef> watched;
-    if (gpus.empty()) {
-      watched = refs_;
-    } else {
-      for (unsigned i : gpus) watched.push_back(refs_[i]);
+    std::vector<WatchedGpu> watched;
+    for (unsigned i = 0; i < count; ++i) {
+      if (gpus.empty() || std::count(gpus.begin(), gpus.end(), i) > 0) {
+        watched.push_back(Watched(i));
+      }
     }
     HealthTrackerOptions t;
     t.quiet_period = absl::Seconds(60);
@@ -95,6 +96,25 @@ class MonitorTest : public ::testing::Test {
                     std::vector<unsigned> gpus = {}) {
     Start(std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml",
           std::move(policy), std::move(gpus));
+  }
+
+  // GPU `index` and its MIG devices, as discovery finds them.
+  WatchedGpu Watched(unsigned index) const {
+    WatchedGpu w{refs_[index], {}};
+    nvmlDevice_t gpu = *nvml_->DeviceByIndex(index);
+    absl::StatusOr<unsigned> max = nvml_->MaxMigDeviceCount(gpu);
+    for (unsigned j = 0; max.ok() && j < *max; ++j) {
+      absl::StatusOr<nvmlDevice_t> mig = nvml_->MigDeviceByIndex(gpu, j);
+      if (!mig.ok()) continue;
+      w.migs.push_back(
+          {*nvml_->GpuInstanceId(*mig), *nvml_->ComputeInstanceId(*mig)});
+    }
+    return w;
+  }
+  std::vector<WatchedGpu> AllWatched() const {
+    std::vector<WatchedGpu> all;
+    for (unsigned i = 0; i < refs_.size(); ++i) all.push_back(Watched(i));
+    return all;
   }
 
   void Inject(const std::string& line) {
@@ -205,12 +225,21 @@ TEST_F(MonitorTest, NeedsResetXidWaitsForLostAndRestored) {
   ASSERT_TRUE(StepUntil([&] { return !Healthy(Gpu(0)); }));
 }
 
-TEST_F(MonitorTest, LostGpuWithoutEventIsFoundBySweeps) {
+TEST_F(MonitorTest, LostGpuIsFoundAtOnceAndTheOthersStayWatched) {
+  // NVML queues XID 79, then the wait answers GPU_IS_LOST: the GPU is
+  // probed lost at once, and the others are watched on a new event set
+  // without waiting for the retry interval.
+  retry_interval_ = absl::Seconds(30);
   StartShipped("pcie-t4");
   Inject("lose 1");
-  ASSERT_TRUE(StepUntil([&] { return !Healthy(Gpu(1)); }, absl::Seconds(5)));
-  EXPECT_THAT(Reason(Gpu(1)), HasSubstr("GPU lost"));
+  ASSERT_TRUE(StepUntil(
+      [&] { return Reason(Gpu(1)).find("GPU lost") != std::string::npos; }));
   EXPECT_TRUE(Healthy(Gpu(0)));
+  // The next step makes the new set (events before that are not recorded,
+  // as in NVML).
+  monitor_->Step(absl::Milliseconds(5));
+  Inject("xid 0 94");
+  ASSERT_TRUE(StepUntil([&] { return !Healthy(Gpu(0)); }));
   Inject("restore 1");
   ASSERT_TRUE(StepUntil([&] { return Healthy(Gpu(1)); }, absl::Seconds(5)));
 }
@@ -244,6 +273,35 @@ TEST_F(MonitorTest, NvmlFailingMakesEverythingUnhealthyUntilItRecovers) {
   // The new event set watches every GPU.
   Inject("xid 0 94");
   ASSERT_TRUE(StepUntil([&] { return !Healthy(Gpu(0)); }));
+}
+
+TEST_F(MonitorTest, SweepsFindAFailingMigDeviceWithoutAnEvent) {
+  StartShipped("h100-mig");
+  // GPU 0's MIG device of index 2 (GPU instance 9) fails every call.
+  Inject("fail-mig 0 2 999");
+  nvmlDevice_t gpu0 = *nvml_->DeviceByIndex(0);
+  ASSERT_TRUE(WaitFor([&] {
+    return !nvml_->MemoryTotal(*nvml_->MigDeviceByIndex(gpu0, 2)).ok();
+  }));
+  EXPECT_TRUE(Healthy(Mig(0, 9, 0)));
+  clock_.Advance(absl::Seconds(5));  // a sweep is due
+  monitor_->Step(absl::Milliseconds(5));
+  EXPECT_FALSE(Healthy(Mig(0, 9, 0)));
+  EXPECT_THAT(Reason(Mig(0, 9, 0)),
+              HasSubstr("GPU instance 9 compute instance 0: MIG device does "
+                        "not answer NVML"));
+  EXPECT_EQ(tracker_->HealthOf(Mig(0, 9, 0)).cause.kind,
+            HealthCause::Kind::kNvml);
+  EXPECT_TRUE(Healthy(Mig(0, 2, 0)));
+  EXPECT_TRUE(Healthy(Mig(0, 10, 0)));
+  EXPECT_TRUE(Healthy(Gpu(1)));
+  // Healthy again once it answers, after its quiet period.
+  Inject("recover");
+  ASSERT_TRUE(WaitFor([&] {
+    return nvml_->MemoryTotal(*nvml_->MigDeviceByIndex(gpu0, 2)).ok();
+  }));
+  ASSERT_TRUE(
+      StepUntil([&] { return Healthy(Mig(0, 9, 0)); }, absl::Seconds(10)));
 }
 
 TEST_F(MonitorTest, MigEventsAndProbes) {
@@ -309,7 +367,7 @@ TEST_F(MonitorTest, WatchAddsGpus) {
   Inject("xid 0 94");
   ASSERT_TRUE(StepUntil([&] { return !Healthy(Gpu(0)); }));
   EXPECT_TRUE(Healthy(Gpu(1)));
-  monitor_->Watch({refs_[1]});
+  monitor_->Watch({Watched(1)});
   monitor_->Step(absl::ZeroDuration());
   Inject("xid 1 79");
   ASSERT_TRUE(StepUntil([&] { return !Healthy(Gpu(1)); }));
@@ -334,6 +392,27 @@ TEST_F(MonitorTest, StopEndsRunPromptly) {
   const absl::Time step = absl::Now();
   monitor_->Step(absl::Seconds(5));
   EXPECT_LT(absl::Now() - step, absl::Milliseconds(50));
+}
+
+TEST_F(MonitorTest, AWaitEndingAfterStopTouchesNothingButTheMonitor) {
+  StartShipped("pcie-t4");
+  // The daemon's settings: no wait slice, real clock; an idle monitor waits
+  // in NVML until the next sweep.
+  HealthMonitorOptions o;
+  o.sweep_interval = absl::Minutes(10);
+  monitor_ =
+      std::make_unique<HealthMonitor>(*nvml_, *tracker_, AllWatched(), o);
+  monitor_->Step(absl::ZeroDuration());  // event set made, GPUs registered
+  std::thread runner([&] { monitor_->Run(); });
+  Inject("xid 0 94");
+  ASSERT_TRUE(WaitFor([&] { return !Healthy(Gpu(0)); }));
+  monitor_->Stop();
+  // NVML cannot cut the wait short.
+  EXPECT_FALSE(monitor_->RunEnded(absl::Milliseconds(100)));
+  tracker_.reset();    // as a daemon tears down once Stop has returned
+  Inject("xid 1 79");  // ends the wait; the freed tracker must not be used
+  EXPECT_TRUE(monitor_->RunEnded(absl::Seconds(5)));
+  runner.join();
 }
 
 TEST_F(MonitorTest, StopWakesAFailedNvmlSleep) {

@@ -1,5 +1,7 @@
 #include "health/probe.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace gdp {
@@ -73,6 +75,64 @@ ProbeOutcome Probe(const Nvml& nvml, const ProbeTarget& target) {
     return {ProbeResult::kGone, "no MIG device in that instance"};
   }
   return {};
+}
+
+std::vector<ProbeOutcome> ProbeMigDevices(
+    const Nvml& nvml, const GpuRef& gpu,
+    const std::vector<MigInstance>& instances) {
+  std::vector<ProbeOutcome> out(
+      instances.size(),
+      {ProbeResult::kGone, "no MIG device with these instance IDs"});
+  auto all = [&](const ProbeOutcome& o) {
+    std::fill(out.begin(), out.end(), o);
+    return out;
+  };
+  if (instances.empty()) return out;
+  absl::StatusOr<nvmlDevice_t> handle = nvml.DeviceByUuid(gpu.uuid);
+  if (!handle.ok()) {
+    if (NvmlCode(handle.status()) == NVML_ERROR_NOT_FOUND) {
+      return all(
+          {ProbeResult::kLost, absl::StrCat("NVML no longer finds ", gpu.uuid,
+                                            ": ", handle.status().message())});
+    }
+    return all(Failed(handle.status()));
+  }
+  absl::StatusOr<unsigned> count = nvml.MaxMigDeviceCount(*handle);
+  if (!count.ok()) {
+    if (NvmlCode(count.status()) == NVML_ERROR_NOT_SUPPORTED) {
+      return all({ProbeResult::kGone, std::string(count.status().message())});
+    }
+    return all(Failed(count.status()));
+  }
+  std::vector<bool> found(instances.size(), false);
+  absl::Status unidentified;
+  for (unsigned j = 0; j < *count; ++j) {
+    absl::StatusOr<nvmlDevice_t> mig = nvml.MigDeviceByIndex(*handle, j);
+    absl::StatusOr<unsigned> gi = mig.ok()
+                                      ? nvml.GpuInstanceId(*mig)
+                                      : absl::StatusOr<unsigned>(mig.status());
+    absl::StatusOr<unsigned> ci =
+        gi.ok() ? nvml.ComputeInstanceId(*mig) : gi.status();
+    if (!ci.ok()) {
+      const nvmlReturn_t code = NvmlCode(ci.status());
+      if (code == NVML_ERROR_NOT_FOUND) continue;   // a gap in the indexes
+      if (code == NVML_ERROR_NOT_SUPPORTED) break;  // MIG turned off
+      if (code == NVML_ERROR_GPU_IS_LOST) return all(Failed(ci.status()));
+      unidentified = ci.status();
+      continue;
+    }
+    const auto it =
+        std::find(instances.begin(), instances.end(), MigInstance{*gi, *ci});
+    if (it == instances.end()) continue;
+    const size_t k = static_cast<size_t>(it - instances.begin());
+    found[k] = true;
+    const absl::Status memory = nvml.MemoryTotal(*mig).status();
+    out[k] = memory.ok() ? ProbeOutcome{} : Failed(memory);
+  }
+  for (size_t k = 0; k < instances.size(); ++k) {
+    if (!found[k] && !unidentified.ok()) out[k] = Failed(unidentified);
+  }
+  return out;
 }
 
 }  // namespace gdp

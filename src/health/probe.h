@@ -4,6 +4,7 @@
 #define GDP_HEALTH_PROBE_H_
 
 #include <string>
+#include <vector>
 
 #include "health/tracker.h"
 #include "nvml/nvml.h"
@@ -24,6 +25,24 @@ struct ProbeOutcome {
 // whose instance IDs cannot be read may or may not be in the instance: it
 // fails the probe only when no device of the instance answered.
 ProbeOutcome Probe(const Nvml& nvml, const ProbeTarget& target);
+
+// A MIG device by its GPU and compute instance IDs.
+struct MigInstance {
+  unsigned gi = 0;
+  unsigned ci = 0;
+  bool operator==(const MigInstance&) const = default;
+};
+
+// Probes the MIG devices of `gpu` in one pass over them (a sweep's probe):
+// for each of `instances`, in the same order: kPass if the MIG device with
+// those IDs reads its memory info; kFail with the error if it does not, or
+// if it was not found while some MIG device's IDs could not be read (that
+// one may be it: a failing MIG device fails every call through its
+// handle); kGone if no MIG device has them (MIG turned off, or the layout
+// changed); kLost for all when the GPU is lost or no longer found.
+std::vector<ProbeOutcome> ProbeMigDevices(
+    const Nvml& nvml, const GpuRef& gpu,
+    const std::vector<MigInstance>& instances);
 
 }  // namespace gdp
 

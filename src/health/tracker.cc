@@ -204,6 +204,24 @@ void HealthTracker::OnGpuLost(const GpuRef& gpu, const std::string& why,
   NotifyIfChanged(before);
 }
 
+void HealthTracker::OnMigProbeFailed(const ProbeTarget& target,
+                                     const std::string& detail,
+                                     absl::Time now) {
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    Gpu& g = GpuFor(target.gpu);
+    const Scope scope{target.gi, target.ci};
+    const auto it = g.units.find(scope);
+    if (it != g.units.end() && it->second.state != State::kHealthy) return;
+    Fail(target.gpu, g, scope, State::kRecoverable,
+         absl::StrCat("MIG device does not answer NVML (", detail, ")"),
+         HealthCause{HealthCause::Kind::kNvml, 0}, now);
+  }
+  NotifyIfChanged(before);
+}
+
 void HealthTracker::ResetLocked(const GpuRef& gpu, Gpu& g,
                                 const std::string& how, absl::Time now) {
   const bool any = std::any_of(

@@ -159,6 +159,14 @@ class HealthTracker {
                const std::string& detail, absl::Time now)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // A sweep found MIG instance `target` (a GPU and compute instance)
+  // failing NVML calls (`detail`) while its GPU answers: if the unit is
+  // healthy it becomes recoverable (cause kNvml), probed after its quiet
+  // period as any recoverable failure; a unit already unhealthy is left as
+  // it is (so a sweep does not restart its quiet period).
+  void OnMigProbeFailed(const ProbeTarget& target, const std::string& detail,
+                        absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+
   // What `device` should advertise. Replicas share their unit's answer.
   DeviceHealth HealthOf(const Device& device) const ABSL_LOCKS_EXCLUDED(mu_);
 

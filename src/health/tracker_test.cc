@@ -251,6 +251,36 @@ TEST_F(TrackerTest, WholeGpuReasonWinsOverInstanceOnes) {
   EXPECT_THAT(Reason(Mig(kGpu0, 9, 0)), Not(HasSubstr("GPU instance")));
 }
 
+TEST_F(TrackerTest, MigProbeFailureFromASweepIsRecoverable) {
+  const ProbeTarget mig{kGpu0, 3, 0};
+  tracker_->OnMigProbeFailed(mig, "nvmlDeviceGetMemoryInfo: Unknown Error",
+                             t0_);
+  EXPECT_FALSE(Healthy(Mig(kGpu0, 3, 0)));
+  EXPECT_TRUE(Healthy(Mig(kGpu0, 4, 0)));
+  EXPECT_EQ(tracker_->HealthOf(Mig(kGpu0, 3, 0)).cause.kind,
+            HealthCause::Kind::kNvml);
+  EXPECT_THAT(Reason(Mig(kGpu0, 3, 0)),
+              HasSubstr("MIG device does not answer NVML "
+                        "(nvmlDeviceGetMemoryInfo: Unknown Error); held "
+                        "unhealthy for 1m"));
+  EXPECT_EQ(changes_, 1);
+  // The next sweeps find it failing still: its quiet period runs on.
+  tracker_->OnMigProbeFailed(mig, "again", t0_ + absl::Seconds(30));
+  EXPECT_EQ(changes_, 1);
+  EXPECT_EQ(tracker_->NextProbe(), t0_ + absl::Seconds(60));
+  std::vector<ProbeTarget> due = tracker_->DueProbes(t0_ + absl::Seconds(60));
+  ASSERT_THAT(due, SizeIs(1));
+  EXPECT_EQ(due[0].gi, 3u);
+  EXPECT_EQ(due[0].ci, 0u);
+  tracker_->OnProbe(due[0], ProbeResult::kPass, "", t0_ + absl::Seconds(60));
+  EXPECT_TRUE(Healthy(Mig(kGpu0, 3, 0)));
+  // A unit that is unhealthy for a worse reason keeps it.
+  tracker_->OnEvent(kGpu0, Xid(48, 3, 0), t0_ + absl::Seconds(61));
+  const std::string reason = Reason(Mig(kGpu0, 3, 0));
+  tracker_->OnMigProbeFailed(mig, "x", t0_ + absl::Seconds(62));
+  EXPECT_EQ(Reason(Mig(kGpu0, 3, 0)), reason);
+}
+
 TEST_F(TrackerTest, GoneInstanceIsDropped) {
   tracker_->OnEvent(kGpu0, Xid(94, 9, 0), t0_);
   tracker_->OnProbe({kGpu0, 9, 0}, ProbeResult::kGone, "no MIG device",

@@ -137,6 +137,33 @@ TEST_F(HealthTest, LostGpuIsUnhealthyUntilRestored) {
   ASSERT_FALSE(WaitHealthy(8).is_null()) << plugin_->Stderr();
 }
 
+// A 1.31+ kubelet (KEP-4680, ResourceHealthStatus) shows an allocated
+// device's health in the pod's allocatedResourcesStatus by its ID: an
+// unhealthy device stays listed under the same ID, whatever went wrong.
+TEST_F(HealthTest, UnhealthyDevicesStayListedUnderTheirIds) {
+  Start();
+  const std::set<std::string> all(ids_.begin(), ids_.end());
+  auto ids = [](const json& devices) {
+    std::set<std::string> out;
+    for (const json& d : devices["devices"]) out.insert(d["id"]);
+    return out;
+  };
+  Control("xid 1 48");  // needs a reset
+  json one = WaitHealthy(7);
+  ASSERT_FALSE(one.is_null()) << plugin_->Stderr();
+  EXPECT_EQ(ids(one), all);
+  EXPECT_EQ(Unhealthy(one), std::set<std::string>{ids_[1]});
+  Control("lose 4");  // lost
+  json two = WaitHealthy(6);
+  ASSERT_FALSE(two.is_null()) << plugin_->Stderr();
+  EXPECT_EQ(ids(two), all);
+  EXPECT_EQ(Unhealthy(two), (std::set<std::string>{ids_[1], ids_[4]}));
+  Control("fail 999");  // NVML as a whole
+  json none = WaitHealthy(0);
+  ASSERT_FALSE(none.is_null()) << plugin_->Stderr();
+  EXPECT_EQ(ids(none), all);
+}
+
 TEST_F(HealthTest, NvmlFailingMakesEveryDeviceUnhealthyUntilItWorks) {
   Start();
   Control("fail 999");
