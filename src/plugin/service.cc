@@ -65,6 +65,9 @@ DevicePluginService::DevicePluginService(DeviceSet& devices,
 grpc::ServerUnaryReactor* DevicePluginService::GetDevicePluginOptions(
     grpc::CallbackServerContext* ctx, const v1beta1::Empty*,
     v1beta1::DevicePluginOptions* resp) {
+  VLOG(1,
+       "GetDevicePluginOptions: pre-start not required, preferred "
+       "allocation available");
   resp->set_pre_start_required(false);
   resp->set_get_preferred_allocation_available(true);
   return Done(ctx, grpc::Status::OK);
@@ -109,6 +112,12 @@ grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
                    chosen.status().code());
       return Done(ctx, ForContainer(i, chosen.status()));
     }
+    VLOG(1,
+         "GetPreferredAllocation: container request {}: {} of [{}] (must "
+         "include [{}]): [{}]",
+         i, c.allocation_size(), absl::StrJoin(c.available_deviceids(), ","),
+         absl::StrJoin(c.must_include_deviceids(), ","),
+         absl::StrJoin(*chosen, ","));
     auto* out = resp->add_container_responses();
     for (std::string& id : *chosen) out->add_deviceids(std::move(id));
   }
@@ -152,6 +161,7 @@ grpc::ServerUnaryReactor* DevicePluginService::Allocate(
 grpc::ServerUnaryReactor* DevicePluginService::PreStartContainer(
     grpc::CallbackServerContext* ctx, const v1beta1::PreStartContainerRequest*,
     v1beta1::PreStartContainerResponse*) {
+  VLOG(1, "PreStartContainer: nothing to do");
   return Done(ctx, grpc::Status::OK);
 }
 

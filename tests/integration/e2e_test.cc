@@ -103,6 +103,31 @@ TEST_F(E2ETest, BadRequestsAreRefusedAndServingGoesOn) {
   EXPECT_THAT(out, HasSubstr(good));
 }
 
+TEST_F(E2ETest, VerbosityOneLogsEachRpc) {
+  StartKubelet();
+  StartPlugin({"-v", "1"});
+  Registered();
+  kubelet_->WriteLine("allocate nvidia.com/gpu 2 pod-a");
+  json a = NextEvent(*kubelet_, "allocate");
+  ASSERT_TRUE(a.contains("devices")) << a.dump();
+  const std::string ids = a["devices"][0].get<std::string>() + "," +
+                          a["devices"][1].get<std::string>();
+  // The kubelet takes the options from the registration; dpctl list asks.
+  Subprocess list({.argv = {GDP_DPCTL_BIN, "list", "--socket", PluginSocket()},
+                   .stderr_path = (dir_ / "dpctl.err").string()});
+  while (list.ReadLine(kTimeout)) {
+  }
+  ASSERT_EQ(list.Wait(kTimeout), 0) << list.Stderr();
+  const std::string log = plugin_->Stderr();
+  EXPECT_THAT(log, HasSubstr("GetDevicePluginOptions: "));
+  EXPECT_THAT(log, HasSubstr("ListAndWatch stream opened"));
+  EXPECT_THAT(log, HasSubstr("GetPreferredAllocation: container request 0: 2 "
+                             "of ["));
+  EXPECT_THAT(log, HasSubstr("]): [" + ids + "]"));
+  EXPECT_THAT(
+      log, HasSubstr("Allocate: container request 0: devices [" + ids + "]"));
+}
+
 TEST_F(E2ETest, ReRegistersAfterKubeletRestart) {
   StartKubelet();
   StartPlugin();
