@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 echo "== building (log in build/demo-build.log)"
 mkdir -p build
-if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
+if ! { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release &&
        cmake --build build -j"$(nproc)" --target gpu-device-plugin dpctl fake-nvml fake_nvml
      } >build/demo-build.log 2>&1; then
   cat build/demo-build.log
