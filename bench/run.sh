@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-bench -j"$(nproc)" --target plugin_bench health_bench preferred_bench dra_bench gpu-device-plugin fake_nvml fake-nvml
+cmake --build build-bench -j"$(nproc)" --target plugin_bench health_bench preferred_bench dra_bench idle_bench gpu-device-plugin fake_nvml fake-nvml
 # A just-linked binary's page-cache pages are dirty until written back, and
 # smaps would count them as the daemon's private dirty memory.
 sync
@@ -41,6 +41,9 @@ pref_16r=$(pbench --machine fake_nvml/machines/dgx2-v100.yaml --plugin-arg=--con
 dra=$(build-bench/bench/dra_bench --plugin build-bench/src/gpu-device-plugin \
   --fake-lib build-bench/fake_nvml/lib --rootfs-tool build-bench/fake_nvml/fake-nvml \
   --machine fake_nvml/machines/dgx-a100.yaml --apiserver tests/kube/apiserver.py)
+idle=$(build-bench/bench/idle_bench --plugin build-bench/src/gpu-device-plugin \
+  --fake-lib build-bench/fake_nvml/lib --rootfs-tool build-bench/fake_nvml/fake-nvml \
+  --machine fake_nvml/machines/dgx-a100.yaml)
 cat > bench/RESULTS.md <<EOT
 # Benchmark results
 
@@ -151,5 +154,20 @@ starts, until the watch sees the 8 devices again; 20 rounds, 100 ms
 apart.
 
 $dra
+
+## Idle cost
+
+\`idle_bench\` starts the plugin on 8 GPUs (\`dgx-a100\`) with metrics
+off, waits until it registered with the in-process kubelet and sent its
+list on an open ListAndWatch stream, lets it settle 2 s, then reads its
+CPU time (the process's CPU clock, and utime+stime from
+/proc/<pid>/stat in 10 ms ticks) and its threads' context switches
+(/proc/<pid>/task/*/status) at both ends of a 60 s window. The reference
+is a bare gRPC server in its own process (callback API, default
+ServerBuilder, the same kind of unix socket) holding one ListAndWatch
+stream open after sending a list of as many devices, measured over the
+same window. Then SIGTERM to the daemon, timed until it exits.
+
+$idle
 EOT
 cat bench/RESULTS.md
