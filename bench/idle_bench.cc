@@ -157,16 +157,21 @@ int Run(const Options& o) {
   Measured ref{.name = "reference", .pid = reference.pid()};
   const int lists_before = daemon_stream.lists();
   const int reference_lists_before = reference_stream.lists();
-  const absl::Time start = absl::Now();
-  for (Measured* m : {&ours, &ref}) {
-    absl::StatusOr<ProcessUsage> u = ReadUsage(m->pid);
-    if (!u.ok()) {
-      std::cerr << m->name << ": " << u.status().message() << "\n";
-      return 1;
+  // Reads both processes' usage into `field`; false (said) on failure.
+  auto sample = [&](ProcessUsage Measured::*field) {
+    for (Measured* m : {&ours, &ref}) {
+      absl::StatusOr<ProcessUsage> u = ReadUsage(m->pid);
+      if (!u.ok()) {
+        std::cerr << m->name << ": " << u.status().message() << "\n";
+        return false;
+      }
+      m->*field = *std::move(u);
+      m->Note();
     }
-    m->before = *std::move(u);
-    m->Note();
-  }
+    return true;
+  };
+  const absl::Time start = absl::Now();
+  if (!sample(&Measured::before)) return 1;
   const absl::Time end = start + absl::Seconds(o.seconds);
   for (absl::Time next = start + absl::Seconds(1); next < end;
        next += absl::Seconds(1)) {
@@ -175,15 +180,7 @@ int Run(const Options& o) {
     ref.Note();
   }
   absl::SleepFor(end - absl::Now());
-  for (Measured* m : {&ours, &ref}) {
-    absl::StatusOr<ProcessUsage> u = ReadUsage(m->pid);
-    if (!u.ok()) {
-      std::cerr << m->name << ": " << u.status().message() << "\n";
-      return 1;
-    }
-    m->after = *std::move(u);
-    m->Note();
-  }
+  if (!sample(&Measured::after)) return 1;
   const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (daemon.Wait(absl::ZeroDuration()).has_value() ||
       reference.Wait(absl::ZeroDuration()).has_value() ||

@@ -260,13 +260,11 @@ NODE = "node-1"
 def allocated_claim(client, device):
   """Creates ResourceClaim ns/gpu-claim allocated to `device` of this
   node, as the scheduler would; its UID."""
-  claim = client.create("resourceclaims", {
-      "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-      "metadata": {"name": "gpu-claim", "namespace": "ns"},
-      "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
-          "deviceClassName": "gpu.nvidia.com"}}]}}}, namespace="ns")
+  claim = client.create("resourceclaims",
+                        emulator_fixture.claim("gpu-claim", "ns"),
+                        namespace="ns")
   claim["status"] = {"allocation": {"devices": {"results": [{
-      "request": "gpu", "driver": "gpu.nvidia.com", "pool": NODE,
+      "request": "gpu", "driver": emulator_fixture.DRIVER, "pool": NODE,
       "device": device}]}}}
   client.create("nodes", {"apiVersion": "v1", "kind": "Node",
                           "metadata": {"name": NODE}})
