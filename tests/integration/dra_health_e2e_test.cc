@@ -93,6 +93,13 @@ TEST_F(DraTest, LostGpuAndTaintsDroppedByTheApiServer) {
   ASSERT_TRUE(WaitForDevices(7, absl::Seconds(20))) << plugin_->Stderr();
   EXPECT_FALSE(SliceDevices().contains("gpu-6"));
   EXPECT_THAT(plugin_->Stderr(), HasSubstr("dropped the taints"));
+  // The XID 79 the fake NVML queues first may have withheld it: coming
+  // back counts as a reset only once the plugin has seen it lost.
+  const absl::Time limit = absl::Now() + absl::Seconds(20);
+  while (plugin_->Stderr().find("GPU lost") == std::string::npos &&
+         absl::Now() < limit) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
   Control("restore 6");
   EXPECT_TRUE(WaitForDevices(8, absl::Seconds(20))) << plugin_->Stderr();
 }
