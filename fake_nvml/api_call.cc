@@ -3,31 +3,32 @@
 #include <cstring>
 #include <optional>
 
+#include "absl/synchronization/mutex.h"
 #include "fake_nvml/lifecycle.h"
 
 namespace gdp::fake_nvml {
 
 ApiCall::ApiCall() {
   state_mutex.Lock();
+  AwaitRelease(Subject{});
   Refresh();
 }
 
 ApiCall::ApiCall(nvmlDevice_t device, Accept accept) {
   state_mutex.Lock();
-  if (Refresh() != NVML_SUCCESS) return;
-  if (std::optional<Session::InstanceRef> mig = session_->MigOf(device)) {
-    if (accept == Accept::kGpu) {
-      status_ = NVML_ERROR_NOT_SUPPORTED;
-    } else {
-      SetMig(mig->gpu, mig->pos);
-    }
-    return;
-  }
-  status_ = Resolve(device, &index_);
+  AwaitRelease(Subject{.devices = {device, nullptr}});
+  CheckDevice(device, accept);
+}
+
+ApiCall::ApiCall(nvmlDevice_t device, nvmlDevice_t other) {
+  state_mutex.Lock();
+  AwaitRelease(Subject{.devices = {device, other}});
+  CheckDevice(device, Accept::kGpu);
 }
 
 ApiCall::ApiCall(nvmlGpuInstance_t gpu_instance) {
   state_mutex.Lock();
+  AwaitRelease(Subject{.gpu_instance = gpu_instance});
   if (Refresh() != NVML_SUCCESS) return;
   const std::optional<Session::InstanceRef> gi =
       session_->GpuInstanceOf(gpu_instance);
@@ -43,6 +44,7 @@ ApiCall::ApiCall(nvmlGpuInstance_t gpu_instance) {
 
 ApiCall::ApiCall(nvmlComputeInstance_t compute_instance) {
   state_mutex.Lock();
+  AwaitRelease(Subject{.compute_instance = compute_instance});
   if (Refresh() != NVML_SUCCESS) return;
   const std::optional<Session::InstanceRef> ci =
       session_->ComputeInstanceOf(compute_instance);
@@ -54,6 +56,40 @@ ApiCall::ApiCall(nvmlComputeInstance_t compute_instance) {
 }
 
 ApiCall::~ApiCall() { state_mutex.Unlock(); }
+
+bool ApiCall::Released(const Subject* subject) {
+  const Session* session = CurrentSession();
+  // The last shutdown releases every blocked call.
+  if (session == nullptr) return true;
+  if (session->hang_all()) return false;
+  for (nvmlDevice_t device : subject->devices) {
+    const std::optional<unsigned> gpu = session->GpuOf(device);
+    if (gpu.has_value() && session->hung(*gpu)) return false;
+  }
+  const std::optional<Session::InstanceRef> gi =
+      session->GpuInstanceOf(subject->gpu_instance);
+  if (gi.has_value() && session->hung(gi->gpu)) return false;
+  const std::optional<Session::InstanceRef> ci =
+      session->ComputeInstanceOf(subject->compute_instance);
+  return !(ci.has_value() && session->hung(ci->gpu));
+}
+
+void ApiCall::AwaitRelease(const Subject& subject) {
+  state_mutex.Await(absl::Condition(&ApiCall::Released, &subject));
+}
+
+void ApiCall::CheckDevice(nvmlDevice_t device, Accept accept) {
+  if (Refresh() != NVML_SUCCESS) return;
+  if (std::optional<Session::InstanceRef> mig = session_->MigOf(device)) {
+    if (accept == Accept::kGpu) {
+      status_ = NVML_ERROR_NOT_SUPPORTED;
+    } else {
+      SetMig(mig->gpu, mig->pos);
+    }
+    return;
+  }
+  status_ = Resolve(device, &index_);
+}
 
 nvmlReturn_t ApiCall::Refresh() {
   session_ = CurrentSession();

@@ -1,7 +1,17 @@
 // The shared prologue of every exported NVML call except init, shutdown and
-// nvmlErrorString: hold the library lock for the call, then check that the
-// library is initialized, that no "fail" fault is active and, for device
-// calls, that the handle is one of this session's and its GPU is not lost.
+// nvmlErrorString: take the library lock, wait (with the lock released)
+// while a hang fault covers the call, then, holding the lock for the rest of
+// the call, check that the library is initialized, that no "fail" fault is
+// active and, for device calls, that the handle is one of this session's and
+// its GPU is not lost.
+//
+// Hang faults come before every other check: "hang-all" blocks every call,
+// "hang <gpu>" every call taking a GPU, MIG device, GPU instance or compute
+// instance handle of that GPU (a handle the session did not issue blocks
+// nothing). A blocked call proceeds, and answers as it would have at that
+// moment, once "recover" ends the hang, or with UNINITIALIZED once the last
+// nvmlShutdown ends the session. Blocked calls hold no lock, so other calls
+// and the control watcher go on.
 //
 //   ApiCall call(device);
 //   if (call.status() != NVML_SUCCESS) return call.status();
@@ -25,8 +35,8 @@ namespace gdp::fake_nvml {
 
 class ABSL_SCOPED_LOCKABLE ApiCall {
  public:
-  // A call not about one device. status(): UNINITIALIZED, the injected
-  // code of an active "fail" fault, or SUCCESS.
+  // A call not about one device (blocked by "hang-all" only). status():
+  // UNINITIALIZED, the injected code of an active "fail" fault, or SUCCESS.
   ApiCall() ABSL_EXCLUSIVE_LOCK_FUNCTION(state_mutex);
 
   // Which device handles a device call accepts.
@@ -38,6 +48,12 @@ class ABSL_SCOPED_LOCKABLE ApiCall {
   // (a MIG device's parent) is lost, and for a MIG device the code of an
   // active "fail-mig" fault on it.
   explicit ApiCall(nvmlDevice_t device, Accept accept = Accept::kGpu)
+      ABSL_EXCLUSIVE_LOCK_FUNCTION(state_mutex);
+
+  // A call about two GPUs: as the device constructor for `device` (GPU
+  // handles only), and a hang of `other`'s GPU blocks it too. Check `other`
+  // with Resolve.
+  ApiCall(nvmlDevice_t device, nvmlDevice_t other)
       ABSL_EXCLUSIVE_LOCK_FUNCTION(state_mutex);
 
   // A call about a GPU instance or compute instance: status() as above,
@@ -88,6 +104,27 @@ class ABSL_SCOPED_LOCKABLE ApiCall {
   nvmlReturn_t Refresh() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
 
  private:
+  // The handles a call takes, for hang faults; null where it takes none.
+  struct Subject {
+    nvmlDevice_t devices[2] = {nullptr, nullptr};
+    nvmlGpuInstance_t gpu_instance = nullptr;
+    nvmlComputeInstance_t compute_instance = nullptr;
+  };
+
+  // Whether no hang fault holds back a call about *subject now: the library
+  // is not initialized, or neither "hang-all" nor a hang of the GPU of one
+  // of its handles is in force. A condition for state_mutex.Await.
+  static bool Released(const Subject* subject)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
+
+  // Blocks, with state_mutex released, until Released(&subject).
+  static void AwaitRelease(const Subject& subject)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
+
+  // The checks of the device constructor after the hang wait.
+  void CheckDevice(nvmlDevice_t device, Accept accept)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
+
   // Sets the call to MIG device `mig` of GPU `gpu`, or to GPU_IS_LOST or the
   // device's "fail-mig" code.
   void SetMig(unsigned gpu, unsigned mig);

@@ -32,7 +32,7 @@ extern "C" {
 nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(
     nvmlDevice_t device1, nvmlDevice_t device2,
     nvmlGpuTopologyLevel_t* path_info) {
-  fn::ApiCall call(device1);
+  fn::ApiCall call(device1, device2);
   if (call.status() != NVML_SUCCESS) return call.status();
   unsigned other = 0;
   if (nvmlReturn_t r = call.Resolve(device2, &other); r != NVML_SUCCESS) {

@@ -49,10 +49,19 @@ void Apply(const ControlCommand& command, Session& session)
     case Kind::kFailNvLink:
       session.set_nvlink_failure(command.gpu, command.code);
       break;
+    case Kind::kHang:
+      session.set_hung(command.gpu);
+      break;
+    case Kind::kHangAll:
+      session.set_hang_all();
+      break;
     case Kind::kRecover:
       session.set_failure(std::nullopt);
       session.clear_mig_failures();
       session.clear_nvlink_failures();
+      // Calls blocked by a hang proceed: their condition on state_mutex is
+      // re-evaluated when this command's caller releases it.
+      session.clear_hangs();
       break;
   }
 }

@@ -16,7 +16,7 @@ namespace {
 constexpr const char* kUsage =
     "expected lose <gpu> | restore <gpu> | xid <gpu> <xid> [<gi> <ci>] | "
     "ecc <gpu> single|double | fail <code> | fail-mig <gpu> <mig> <code> | "
-    "fail-nvlink <gpu> <code> | recover";
+    "fail-nvlink <gpu> <code> | hang <gpu> | hang-all | recover";
 
 bool IsDefinedFailure(int code) {
   return (code >= NVML_ERROR_UNINITIALIZED &&
@@ -53,10 +53,11 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
   const absl::string_view verb = words[0];
   const size_t args = words.size() - 1;
   ControlCommand command;
-  if (verb == "lose" || verb == "restore") {
+  if (verb == "lose" || verb == "restore" || verb == "hang") {
     if (args != 1) return WrongArgs(verb);
-    command.kind = verb == "lose" ? ControlCommand::Kind::kLose
-                                  : ControlCommand::Kind::kRestore;
+    command.kind = verb == "lose"      ? ControlCommand::Kind::kLose
+                   : verb == "restore" ? ControlCommand::Kind::kRestore
+                                       : ControlCommand::Kind::kHang;
   } else if (verb == "xid") {
     if (args != 2 && args != 4) return WrongArgs(verb);
     command.kind = ControlCommand::Kind::kXid;
@@ -108,9 +109,10 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
                        code_word, "\""));
     }
     command.code = static_cast<nvmlReturn_t>(code);
-  } else if (verb == "recover") {
+  } else if (verb == "recover" || verb == "hang-all") {
     if (args != 0) return WrongArgs(verb);
-    command.kind = ControlCommand::Kind::kRecover;
+    command.kind = verb == "recover" ? ControlCommand::Kind::kRecover
+                                     : ControlCommand::Kind::kHangAll;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown command \"", verb, "\"; ", kUsage));

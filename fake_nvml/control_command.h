@@ -8,8 +8,12 @@
 //   fail-mig <gpu> <mig> <code>  every call about MIG device <mig> of the GPU
 //                              returns <code>
 //   fail-nvlink <gpu> <code>   every NVLink call about the GPU returns <code>
-//   recover                    ends "fail", every "fail-mig" and
-//                              every "fail-nvlink"
+//   hang <gpu>                 every call taking a handle of the GPU (or of
+//                              its MIG devices or instances) blocks
+//   hang-all                   every call but init, shutdown and
+//                              nvmlErrorString blocks
+//   recover                    ends "fail", every "fail-mig", every
+//                              "fail-nvlink" and every hang
 // Blank lines and lines starting with '#' are ignored.
 #ifndef GDP_FAKE_NVML_CONTROL_COMMAND_H_
 #define GDP_FAKE_NVML_CONTROL_COMMAND_H_
@@ -31,11 +35,13 @@ struct ControlCommand {
     kFail,
     kFailMig,
     kFailNvLink,
+    kHang,
+    kHangAll,
     kRecover
   };
 
   Kind kind = Kind::kRecover;
-  unsigned gpu = 0;                        // all but fail and recover
+  unsigned gpu = 0;                        // all but fail, hang-all and recover
   unsigned mig = 0;                        // fail-mig: the MIG device index
   unsigned long long xid = 0;              // xid
   unsigned gpu_instance = 0xFFFFFFFF;      // xid; 0xFFFFFFFF if not given
@@ -45,7 +51,10 @@ struct ControlCommand {
                                            // other than NVML_SUCCESS
 
   // Whether the command names a GPU (to be range-checked by the caller).
-  bool has_gpu() const { return kind != Kind::kFail && kind != Kind::kRecover; }
+  bool has_gpu() const {
+    return kind != Kind::kFail && kind != Kind::kHangAll &&
+           kind != Kind::kRecover;
+  }
 };
 
 // Parses one line (without its newline). Returns nullopt for blank and

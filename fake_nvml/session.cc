@@ -48,7 +48,8 @@ std::atomic<unsigned> next_generation{0};
 Session::Session(Machine machine)
     : machine_(std::move(machine)),
       generation_(next_generation.fetch_add(1) % kGenerations),
-      lost_(machine_.gpus.size(), false) {}
+      lost_(machine_.gpus.size(), false),
+      hung_(machine_.gpus.size(), false) {}
 
 Session::~Session() {
   for (auto& [handle, set] : event_sets_) set->Close();
@@ -63,6 +64,12 @@ std::optional<unsigned> Session::IndexOf(nvmlDevice_t handle) const {
   const auto address = reinterpret_cast<uintptr_t>(handle);
   if (address < base || address - base >= gpu_count()) return std::nullopt;
   return static_cast<unsigned>(address - base);
+}
+
+std::optional<unsigned> Session::GpuOf(nvmlDevice_t handle) const {
+  if (std::optional<unsigned> gpu = IndexOf(handle)) return gpu;
+  if (std::optional<InstanceRef> mig = MigOf(handle)) return mig->gpu;
+  return std::nullopt;
 }
 
 nvmlDevice_t Session::MigHandle(unsigned gpu, unsigned mig) const {
@@ -133,6 +140,11 @@ std::optional<nvmlReturn_t> Session::nvlink_failure(unsigned gpu) const {
 
 void Session::set_mig_failure(unsigned gpu, unsigned mig, nvmlReturn_t code) {
   mig_failures_[std::pair{gpu, mig}] = code;
+}
+
+void Session::clear_hangs() {
+  hung_.assign(hung_.size(), false);
+  hang_all_ = false;
 }
 
 nvmlEventSet_t Session::CreateEventSet() {

@@ -39,6 +39,11 @@ class Session {
   // it (null, garbage, or from an earlier session). Never dereferences it.
   std::optional<unsigned> IndexOf(nvmlDevice_t handle) const;
 
+  // The GPU `handle` belongs to: the GPU of a GPU handle or of a MIG device
+  // handle of this session, nullopt for any other value (null, garbage,
+  // earlier sessions). Never dereferences it.
+  std::optional<unsigned> GpuOf(nvmlDevice_t handle) const;
+
   // A MIG device, GPU instance or compute instance: its GPU and its
   // position in that GPU's mig_devices (MIG devices, compute instances) or
   // gpu_instances (GPU instances).
@@ -88,6 +93,17 @@ class Session {
   }
   void clear_nvlink_failures() { nvlink_failures_.clear(); }
 
+  // Hang faults: whether calls taking a handle of GPU `index` block ("hang
+  // <gpu>"), whether every call blocks ("hang-all"), and ending both kinds.
+  // Blocked calls wait on state_mutex with a condition (ApiCall), which
+  // absl re-evaluates whenever state_mutex is released, so changing these
+  // needs no explicit wake-up.
+  bool hung(unsigned index) const { return hung_[index]; }
+  void set_hung(unsigned index) { hung_[index] = true; }
+  bool hang_all() const { return hang_all_; }
+  void set_hang_all() { hang_all_ = true; }
+  void clear_hangs();
+
   // Creates an empty event set and returns its handle.
   nvmlEventSet_t CreateEventSet();
 
@@ -115,6 +131,8 @@ class Session {
   absl::flat_hash_map<std::pair<unsigned, unsigned>, nvmlReturn_t>
       mig_failures_;
   absl::flat_hash_map<unsigned, nvmlReturn_t> nvlink_failures_;
+  std::vector<bool> hung_;
+  bool hang_all_ = false;
   // Keyed by the handle given out, which is the set's own address. Shared
   // so a waiter keeps its set alive across a concurrent free or shutdown.
   absl::flat_hash_map<nvmlEventSet_t, std::shared_ptr<EventSet>> event_sets_;
