@@ -58,6 +58,9 @@ absl::StatusOr<std::unique_ptr<DraEnv>> DraEnv::Create(const DraEnvOptions& o,
                          o.quiet_period,
                          "--health-probe-interval",
                          o.probe_interval};
+  // Each start is a fresh plugin: no health kept from the one before
+  // (TimeXids counts on it).
+  fixture.plugin_args.insert(fixture.plugin_args.end(), {"--state-dir", ""});
   fixture.plugin_args.insert(fixture.plugin_args.end(), o.plugin_args.begin(),
                              o.plugin_args.end());
   absl::StatusOr<std::vector<std::string>> argv = MakeFixture(fixture, dir);

@@ -1,5 +1,7 @@
 #include "bench/fixture.h"
 
+#include <algorithm>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "testing/subprocess.h"
@@ -39,6 +41,14 @@ absl::StatusOr<std::vector<std::string>> MakeFixture(const FixtureOptions& o,
                                    (root / "sys").string(),
                                    "--dev-root",
                                    root.string()};
+  // Health state in the fixture, never in the host's
+  // /var/lib/gpu-device-plugin (unless an argument names its own).
+  if (std::none_of(o.plugin_args.begin(), o.plugin_args.end(),
+                   [](const std::string& a) {
+                     return a.rfind("--state-dir", 0) == 0;
+                   })) {
+    argv.insert(argv.end(), {"--state-dir", (dir / "state").string()});
+  }
   for (std::string arg : o.plugin_args) {
     if (size_t at = arg.find("{root}"); at != std::string::npos) {
       arg.replace(at, 6, root.string());

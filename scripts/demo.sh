@@ -44,7 +44,7 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 echo "== gpu-device-plugin on the fake $(basename "$machine" .yaml)"
 LD_LIBRARY_PATH=build/fake_nvml/lib FAKE_NVML_MACHINE="$machine" \
   build/src/gpu-device-plugin --kubelet-socket "$demo/kp/kubelet.sock" \
-  --config-file "$demo/config.yaml" \
+  --state-dir "$demo/state" --config-file "$demo/config.yaml" \
   --sysfs-root "$demo/root/sys" --dev-root "$demo/root" --pass-device-specs \
   --metrics-address "127.0.0.1:$port" \
   --labels --output-file "$demo/gfd" --machine-type-file "$demo/product_name" \
@@ -110,6 +110,7 @@ echo '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "demo-node"}}' |
 LD_LIBRARY_PATH=build/fake_nvml/lib FAKE_NVML_MACHINE="$machine" \
   FAKE_NVML_CONTROL="$demo/control" \
   build/src/gpu-device-plugin --device-api=dra --node-name demo-node \
+  --state-dir "$demo/state-dra" \
   --kubeconfig "$demo/api/kubeconfig" \
   --kubelet-registration-dir "$demo/registry" \
   --kubelet-plugins-dir "$demo/plugins" --cdi-spec-dir "$demo/cdi" \
@@ -188,6 +189,7 @@ elif ! /usr/bin/python3 tests/runtime/podman.py ready build/runtime-cache >"$dem
 else
   LD_LIBRARY_PATH=build/fake_nvml/lib FAKE_NVML_MACHINE="$machine" \
     build/src/gpu-device-plugin --kubelet-socket "$demo/kp/kubelet.sock" \
+    --state-dir "$demo/state-workload" \
     --sysfs-root "$demo/root/sys" --dev-root "$demo/root" --pass-device-specs \
     2>"$demo/plugin-workload.log" &
   plugin_pid=$!

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "cdi/spec.h"
 #include "cdi/write_spec.h"
+#include "cmd/gpu_layout.h"
 #include "device/mig_caps.h"
 #include "health/apply.h"
 #include "health/xid_policy.h"
@@ -119,12 +120,14 @@ AllocatorOptions AllocatorOptionsFor(const Config& c, const Resource& r) {
   return o;
 }
 
-Daemon::Daemon(const Nvml& nvml, Config config)
+Daemon::Daemon(const Nvml& nvml, Config config, HealthStateOptions state)
     : nvml_(nvml),
+      nvml_runner_(nvml),
       config_(std::move(config)),
       health_(XidPolicy::FromEnvironment(config_.disable_healthchecks,
                                          config_.enable_healthchecks),
               TrackerOptions(config_)),
+      state_(std::move(state)),
       topology_(std::make_shared<SharedTopology>()),
       manager_(LifecycleOptions{.kubelet_socket = config_.kubelet_socket,
                                 .socket_name = "",
@@ -132,6 +135,7 @@ Daemon::Daemon(const Nvml& nvml, Config config)
                topology_) {}
 
 Daemon::~Daemon() {
+  nvml_runner_.Cancel();
   if (monitor_ != nullptr) monitor_->Stop();
   if (monitor_thread_.joinable()) {
     // Sleeping between NVML retries, it ends at once; inside an NVML event
@@ -149,6 +153,20 @@ Daemon::~Daemon() {
   dra_.reset();
   absl::MutexLock lock(&health_mu_);
   manager_.StopAll();
+}
+
+std::string Daemon::NvmlFailure() const {
+  std::vector<std::string> why;
+  if (std::string f = health_.nvml_failure(); !f.empty()) {
+    why.push_back(std::move(f));
+  }
+  for (const NvmlHang& h : nvml_.Hangs()) {
+    std::string m = h.Message();
+    if (std::find(why.begin(), why.end(), m) == why.end()) {
+      why.push_back(std::move(m));
+    }
+  }
+  return absl::StrJoin(why, "; ");
 }
 
 absl::Status Daemon::StartDra() {
@@ -197,7 +215,16 @@ absl::Status Daemon::Start(NodeGpus node) {
   if (config_.ServesDra()) {
     if (absl::Status s = StartDra(); !s.ok()) return s;
   }
-  health_.SetOnChange([this] { PushHealth(); });
+  if (health_.policy().monitoring_disabled()) {
+    LOG_INFO("Health checks are off: the health state file is not used");
+  } else {
+    health_.Import(state_.Load(), GpuRefs(node_), absl::Now());
+    state_.Save(health_, absl::Now());
+  }
+  health_.SetOnChange([this] {
+    PushHealth();
+    state_.Save(health_, absl::Now());
+  });
   if (absl::Status s = Apply(config_, node_); !s.ok()) return s;
   if (!health_.policy().monitoring_disabled()) {
     HealthMonitorOptions o;
@@ -221,8 +248,14 @@ void Daemon::PushHealth() {
 }
 
 void Daemon::DiscoverTopologyLocked(std::shared_ptr<const NodeGpus> node) {
-  auto t =
-      std::make_shared<const NodeTopology>(DiscoverNodeTopology(nvml_, *node));
+  absl::StatusOr<NodeTopology> read = nvml_runner_.Call<NodeTopology>(
+      [&nvml = nvml_, node] { return DiscoverNodeTopology(nvml, *node); });
+  if (!read.ok()) {
+    LOG_ERROR("Reading the topology failed, keeping the one in use: {}",
+              read.status().message());
+    return;
+  }
+  auto t = std::make_shared<const NodeTopology>(*std::move(read));
   std::shared_ptr<const NodeTopology> old = topology_->Get();
   const bool changed = old == nullptr || old->UsableCount() != t->UsableCount();
   if (changed) {
@@ -310,6 +343,14 @@ absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
   return applied;
 }
 
+void Daemon::ReloadHealthState() {
+  if (!state_.enabled() || health_.policy().monitoring_disabled()) return;
+  for (const GpuRef& gpu : state_.Cleared()) {
+    health_.OnCleared(gpu, "its saved health state was cleared", absl::Now());
+  }
+  state_.Save(health_, absl::Now());
+}
+
 absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
   if (!loaded.ok()) {
     LOG_ERROR("Config reload refused, keeping the running config: {}",
@@ -321,7 +362,7 @@ absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
               s.message());
     return s;
   }
-  absl::StatusOr<NodeGpus> node = DiscoverGpus(nvml_, loaded->sysfs_root);
+  absl::StatusOr<NodeGpus> node = DiscoverWith(loaded->sysfs_root);
   if (!node.ok()) {
     LOG_ERROR("Config reload refused: discovering the GPUs failed: {}",
               node.status().message());
@@ -342,20 +383,60 @@ absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
         "Health check settings changed; they take effect when the "
         "plugin restarts");
   }
+  config_ = *loaded;
+  Adopt(*std::move(node));
+  LOG_INFO("Config reloaded; serving {}",
+           absl::StrJoin(manager_.Running(), ", "));
+  return absl::OkStatus();
+}
+
+void Daemon::Adopt(NodeGpus node) {
   // A GPU that vanished from discovery and is back was reset.
-  for (const GpuRef& now : GpuRefs(*node)) {
+  for (const GpuRef& now : GpuRefs(node)) {
     bool before =
         std::any_of(node_.gpus.begin(), node_.gpus.end(),
                     [&](const GpuInfo& g) { return g.uuid == now.uuid; });
     if (!before)
       health_.OnReset(now, "it reappeared in discovery", absl::Now());
   }
-  if (monitor_ != nullptr) monitor_->Watch(WatchedGpus(*node));
-  config_ = *loaded;
-  node_ = *std::move(node);
-  LOG_INFO("Config reloaded; serving {}",
+  if (monitor_ != nullptr) monitor_->Watch(WatchedGpus(node));
+  node_ = std::move(node);
+}
+
+absl::StatusOr<NodeGpus> Daemon::Discover() {
+  return DiscoverWith(config_.sysfs_root);
+}
+
+absl::StatusOr<NodeGpus> Daemon::DiscoverWith(const std::string& sysfs_root) {
+  absl::StatusOr<absl::StatusOr<NodeGpus>> run =
+      nvml_runner_.Call<absl::StatusOr<NodeGpus>>(
+          [&nvml = nvml_, root = sysfs_root] {
+            return DiscoverGpus(nvml, root);
+          });
+  if (!run.ok()) return run.status();
+  return *std::move(run);
+}
+
+absl::StatusOr<bool> Daemon::Follow(NodeGpus found) {
+  NodeGpus node = KeepUndescribed(node_, std::move(found));
+  std::vector<std::string> changes = LayoutChanges(node_, node);
+  if (changes.empty()) return false;
+  LOG_INFO("The node's GPUs changed: {}", absl::StrJoin(changes, "; "));
+  for (const absl::Status& s : node.unusable) {
+    LOG_WARN("NVML cannot describe: {} (what was served stays listed)",
+             s.message());
+  }
+  if (absl::Status s = Apply(config_, node); !s.ok()) {
+    LOG_ERROR("Cannot serve the changed GPUs, keeping the running ones: {}",
+              s.message());
+    // Resources the failed attempt touched go back to what was served.
+    (void)Apply(config_, node_);
+    return s;
+  }
+  Adopt(std::move(node));
+  LOG_INFO("Serving the changed GPUs: {}",
            absl::StrJoin(manager_.Running(), ", "));
-  return absl::OkStatus();
+  return true;
 }
 
 }  // namespace gdp

@@ -22,19 +22,24 @@
 #include "device/mig_caps.h"
 #include "dra/driver.h"
 #include "health/monitor.h"
+#include "health/state_store.h"
 #include "health/tracker.h"
 #include "nvml/nvml.h"
+#include "nvml/runner.h"
 #include "plugin/manager.h"
 #include "topology/node_topology.h"
 
 namespace gdp {
 
-// Not thread-safe (but for Plugins and NvmlFailure): one thread starts,
-// reloads and stops it.
+// Not thread-safe (but for Plugins, NvmlFailure, Dra and CancelNvml): one
+// thread (or callers holding one lock) starts, reloads, follows and stops
+// it.
 class Daemon {
  public:
   // `nvml` must outlive the daemon. REQUIRES: Validate(config).ok().
-  Daemon(const Nvml& nvml, Config config);
+  // `state`: where health is kept across restarts (--state-dir) and this
+  // boot's ID.
+  Daemon(const Nvml& nvml, Config config, HealthStateOptions state);
 
   // Stops the health monitor, then every plugin. A monitor blocked in an
   // NVML event wait is not waited for: it is kept (KeepUntilExit) and
@@ -43,7 +48,10 @@ class Daemon {
 
   // Builds the resources from `node`, writes the CDI spec (with a cdi-*
   // device list strategy), starts one plugin per resource and the health
-  // monitor (unless health checks are disabled).
+  // monitor (unless health checks are disabled). Health saved in the state
+  // file by an earlier run in this boot is restored first (for the GPUs in
+  // `node`), so the first device lists already carry it; from then on the
+  // file follows every change of health.
   // Result on failure: what could not be built or written, naming it
   // (e.g. MIG single on a mixed node); nothing is served then.
   absl::Status Start(NodeGpus node);
@@ -51,16 +59,45 @@ class Daemon {
   // Applies `loaded` (the config file read again with the same flags): the
   // GPUs are discovered again, resources rebuilt, and only resources whose
   // definition changed are restarted. A config that failed to load or that
-  // cannot be applied is refused and the running config stays.
+  // cannot be applied is refused and the running config stays; so is one
+  // whose discovery hit a hung NVML call (after its deadline).
   // Result on failure: why it was refused (already logged).
   absl::Status Reload(const absl::StatusOr<Config>& loaded);
 
   const Config& config() const { return config_; }
 
+  // Discovers the GPUs again with the running config's sysfs root, through
+  // the daemon's NVML runner (under call deadlines).
+  // Result on failure: the discovery's error, or the hang's (IsNvmlHang)
+  // or Cancelled (CancelNvml).
+  absl::StatusOr<NodeGpus> Discover();
+
+  // Serves `found` (a Discover result; GPUs and MIG devices it left out
+  // as unusable stay served: KeepUndescribed) with the running config when
+  // its layout (cmd/gpu_layout.h) differs from the one served, as Reload
+  // does:
+  // only resources whose definition changed restart, a GPU new to
+  // discovery counts as reset, the health monitor watches the new GPUs.
+  // Logs the changes. Result: true when applied, false when the layout is
+  // the same (nothing done, nothing logged); on failure why it could not
+  // be served (the running resources are restored).
+  absl::StatusOr<bool> Follow(NodeGpus found);
+
+  // Thread-safe: makes the NVML runner's discovery in progress, and every
+  // later one (Discover, Reload, topology), fail Cancelled. For shutdown.
+  void CancelNvml() { nvml_runner_.Cancel(); }
+
+  // Reads the health state file again (SIGHUP): GPUs whose saved state the
+  // operator cleared (`gpu-device-plugin health-state clear`) are made
+  // healthy and their failures forgotten; then the file is rewritten with
+  // the daemon's state if it differs.
+  void ReloadHealthState();
+
   // Thread-safe: what each running resource's plugin is doing now.
   std::vector<PluginStatus> Plugins() const { return manager_.Statuses(); }
-  // Thread-safe: why the health monitor finds NVML failing, or "".
-  std::string NvmlFailure() const { return health_.nvml_failure(); }
+  // Thread-safe: why NVML counts as failing: the health monitor's reason,
+  // then every NVML call hung now (past --nvml-timeout); "" when none.
+  std::string NvmlFailure() const;
   // Thread-safe: what the DRA side is doing; absent when it does not run
   // (--device-api device-plugin).
   std::optional<dra::DraStatus> Dra() const;
@@ -69,6 +106,11 @@ class Daemon {
   // Builds everything for `config` on `node` and applies it.
   absl::Status Apply(const Config& config, const NodeGpus& node)
       ABSL_LOCKS_EXCLUDED(health_mu_);
+  // Makes `node`, just applied, the one served: GPUs new to discovery
+  // count as reset, the health monitor watches `node`'s GPUs.
+  void Adopt(NodeGpus node);
+  // Discover with `sysfs_root`.
+  absl::StatusOr<NodeGpus> DiscoverWith(const std::string& sysfs_root);
   // The DRA side for config_ (--device-api dra or both).
   absl::Status StartDra();
   // Sets every running resource's device health from the tracker.
@@ -79,9 +121,14 @@ class Daemon {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(health_mu_);
 
   const Nvml& nvml_;
+  // Discoveries after start-up (reload, topology) run here, under NVML call
+  // deadlines; one at a time.
+  NvmlRunner nvml_runner_;
   Config config_;
   NodeGpus node_;
   HealthTracker health_;
+  // The health state file; saved from the tracker's change callback.
+  HealthStateStore state_;
   // Held while the manager applies resources and while health is pushed:
   // a DeviceSet from PluginManager::Devices is valid until the next Apply.
   // Never held while calling a mutating HealthTracker method.

@@ -158,6 +158,18 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
   app.add_option("--health-probe-interval", probe,
                  "how often GPUs are probed for falling off the bus or "
                  "coming back (e.g. 5s)");
+  std::string nvml_timeout = absl::FormatDuration(c.nvml_timeout);
+  app.add_option("--nvml-timeout", nvml_timeout,
+                 "how long an NVML call may take before its GPU (or, for a "
+                 "call about no GPU, every GPU) counts as unhealthy and "
+                 "/healthz fails; 0 waits forever (e.g. 10s)")
+      ->envname("NVML_TIMEOUT");
+  std::string rediscover = absl::FormatDuration(c.rediscover_interval);
+  app.add_option("--rediscover-interval", rediscover,
+                 "how often the GPUs are discovered again to follow MIG "
+                 "changes and GPUs coming or going without a reload; 0 "
+                 "turns it off (e.g. 60s)")
+      ->envname("REDISCOVER_INTERVAL");
   app.add_option("--cdi-spec-dir", c.cdi_spec_dir,
                  "where the CDI spec is written (cdi-* strategies)")
       ->envname("CDI_SPEC_DIR");
@@ -243,6 +255,36 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
                      "--sleep-interval, or once with --oneshot")
       ->fallthrough()
       ->callback([&out] { out.command = Command::kLabels; });
+  app.add_option("--state-dir", out.state_dir,
+                 "where the health state (GPUs that need a reset, recent "
+                 "failures) is kept across restarts, as health-state.json; "
+                 "empty: not kept")
+      ->envname("STATE_DIR");
+  CLI::App* health_state =
+      app.add_subcommand("health-state",
+                         "print or clear the health state file kept in "
+                         "--state-dir")
+          ->fallthrough()
+          ->require_subcommand(1);
+  health_state->add_subcommand("show", "print the health state file readably")
+      ->fallthrough()
+      ->callback([&out] { out.command = Command::kHealthStateShow; });
+  CLI::App* clear =
+      health_state
+          ->add_subcommand("clear",
+                           "drop the saved state of every GPU, or of each "
+                           "--gpu; then send SIGHUP to the running plugin "
+                           "(or restart it) to apply it")
+          ->fallthrough()
+          ->callback([&out] { out.command = Command::kHealthStateClear; });
+  clear->add_option("--gpu", out.clear_gpus,
+                    "the UUIDs of the GPUs whose saved state is dropped "
+                    "(repeatable); none: every GPU");
+  clear
+      ->add_option("--signal-pid", out.signal_pid,
+                   "send SIGHUP to this process once the file is written "
+                   "(1: the plugin, run with kubectl exec in its pod)")
+      ->check(CLI::PositiveNumber);
 
   try {
     std::vector<std::string> args = NormalizeKlogVerbosity(argc, argv);
@@ -297,6 +339,23 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
       out.exit_code = 2;
       return out;
     }
+  }
+  if (!absl::ParseDuration(nvml_timeout, &c.nvml_timeout) ||
+      c.nvml_timeout < absl::ZeroDuration()) {
+    std::cerr << "gpu-device-plugin: --nvml-timeout: must be a duration such "
+                 "as 10s, or 0 for none, got '"
+              << nvml_timeout << "'\n";
+    out.exit_code = 2;
+    return out;
+  }
+  if (!absl::ParseDuration(rediscover, &c.rediscover_interval) ||
+      c.rediscover_interval < absl::ZeroDuration() ||
+      c.rediscover_interval == absl::InfiniteDuration()) {
+    std::cerr << "gpu-device-plugin: --rediscover-interval: must be a "
+                 "duration such as 60s, or 0 for never, got '"
+              << rediscover << "'\n";
+    out.exit_code = 2;
+    return out;
   }
   c.device_id_strategy = Named<DeviceIdStrategy>(id_strategy);
   c.mig_strategy = Named<MigStrategy>(mig_strategy);

@@ -4,6 +4,8 @@
 #define GDP_CMD_FLAGS_H_
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "config/load.h"
@@ -11,8 +13,15 @@
 namespace gdp {
 
 // kServe: the device plugin (and the labels with --labels); kDiscover: print
-// the GPUs; kLabels: only the node labels.
-enum class Command { kServe, kDiscover, kLabels };
+// the GPUs; kLabels: only the node labels; kHealthStateShow / Clear: print
+// or clear the health state file (`health-state show|clear`).
+enum class Command {
+  kServe,
+  kDiscover,
+  kLabels,
+  kHealthStateShow,
+  kHealthStateClear
+};
 
 struct ParsedFlags {
   // Flags, environment and config file, validated (LoadConfig). Absent:
@@ -27,6 +36,14 @@ struct ParsedFlags {
   // the command line parsed, even if the config was refused.
   Config flag_config;
   ExplicitSettings explicit_settings;
+  // --state-dir (STATE_DIR): where the health state file is kept across
+  // restarts; empty: not kept.
+  std::string state_dir = "/var/lib/gpu-device-plugin";
+  // `health-state clear --gpu UUID ...`: the GPUs to clear; empty: all.
+  std::vector<std::string> clear_gpus;
+  // `health-state clear --signal-pid PID`: the process to send SIGHUP to
+  // once the file is written; 0: none.
+  int signal_pid = 0;
 };
 
 // Parses argv and the environment (a flag beats its environment variable,

@@ -59,7 +59,9 @@ class FlagsTest : public ::testing::Test {
                           "NODE_NAME",
                           "KUBECONFIG",
                           "KUBERNETES_SERVICE_HOST",
-                          "KUBERNETES_SERVICE_PORT"}) {
+                          "KUBERNETES_SERVICE_PORT",
+                          "STATE_DIR",
+                          "REDISCOVER_INTERVAL"}) {
       unsetenv(v);
     }
   }
@@ -163,6 +165,26 @@ TEST_F(FlagsTest, NvmlRetryInterval) {
   EXPECT_FALSE(Parse({"--nvml-retry-interval=0"}).config.has_value());
 }
 
+TEST_F(FlagsTest, RediscoverInterval) {
+  EXPECT_EQ(Parse({}).config->rediscover_interval, absl::Seconds(60));
+  EXPECT_EQ(Parse({"--rediscover-interval=200ms"}).config->rediscover_interval,
+            absl::Milliseconds(200));
+  EXPECT_EQ(Parse({"--rediscover-interval=0"}).config->rediscover_interval,
+            absl::ZeroDuration());
+  setenv("REDISCOVER_INTERVAL", "2m", 1);
+  EXPECT_EQ(Parse({}).config->rediscover_interval, absl::Minutes(2));
+  EXPECT_EQ(Parse({"--rediscover-interval=5s"}).config->rediscover_interval,
+            absl::Seconds(5));
+  unsetenv("REDISCOVER_INTERVAL");
+  for (const char* bad :
+       {"--rediscover-interval=-1s", "--rediscover-interval=often",
+        "--rediscover-interval=inf"}) {
+    ParsedFlags f = Parse({bad});
+    EXPECT_FALSE(f.config.has_value()) << bad;
+    EXPECT_EQ(f.exit_code, 2) << bad;
+  }
+}
+
 TEST_F(FlagsTest, NewFlagsAndTheirVariables) {
   ParsedFlags f = Parse({});
   ASSERT_TRUE(f.config.has_value());
@@ -238,7 +260,9 @@ TEST_F(FlagsTest, BadNewValuesAreUsageErrors) {
         {"--container-driver-root=relative"},
         {"--disable-healthchecks=48,sometimes"},
         {"--health-quiet-period=soon"},
-        {"--health-probe-interval=0s"}}) {
+        {"--health-probe-interval=0s"},
+        {"--nvml-timeout=-1s"},
+        {"--nvml-timeout=forever"}}) {
     ParsedFlags f = Parse(args);
     EXPECT_FALSE(f.config.has_value()) << args[0];
     EXPECT_EQ(f.exit_code, 2) << args[0];
@@ -586,6 +610,49 @@ TEST_F(FlagsTest, BadDraSettingsAreRefusedNamingThem) {
   EXPECT_FALSE(Parse({"--device-api=dra", "--node-name=n"}).config.has_value());
   EXPECT_THAT(::testing::internal::GetCapturedStderr(),
               ::testing::HasSubstr("--kubeconfig: is required outside a pod"));
+}
+
+TEST_F(FlagsTest, StateDirAndHealthStateSubcommands) {
+  ParsedFlags f = Parse({});
+  EXPECT_EQ(f.state_dir, "/var/lib/gpu-device-plugin");
+  EXPECT_EQ(f.command, Command::kServe);
+  setenv("STATE_DIR", "/env/state", 1);
+  EXPECT_EQ(Parse({}).state_dir, "/env/state");
+  EXPECT_EQ(Parse({"--state-dir=/flag/state"}).state_dir, "/flag/state");
+  EXPECT_EQ(Parse({"--state-dir", ""}).state_dir, "");  // no file kept
+  unsetenv("STATE_DIR");
+
+  f = Parse({"health-state", "show", "--state-dir=/s"});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.command, Command::kHealthStateShow);
+  EXPECT_EQ(f.state_dir, "/s");
+
+  f = Parse({"--state-dir=/s", "health-state", "clear", "--gpu", "GPU-a",
+             "--gpu=GPU-b", "--signal-pid", "1", "--proc-root=/p"});
+  ASSERT_TRUE(f.config.has_value());
+  EXPECT_EQ(f.command, Command::kHealthStateClear);
+  EXPECT_EQ(f.clear_gpus, (std::vector<std::string>{"GPU-a", "GPU-b"}));
+  EXPECT_EQ(f.signal_pid, 1);
+  EXPECT_EQ(f.config->proc_root, "/p");
+  f = Parse({"health-state", "clear", "--gpu", "GPU-a", "GPU-b"});
+  EXPECT_EQ(f.clear_gpus, (std::vector<std::string>{"GPU-a", "GPU-b"}));
+  f = Parse({"health-state", "clear"});
+  EXPECT_EQ(f.command, Command::kHealthStateClear);
+  EXPECT_TRUE(f.clear_gpus.empty());
+  EXPECT_EQ(f.signal_pid, 0);
+
+  for (std::vector<const char*> bad :
+       {std::vector<const char*>{"health-state"},
+        {"health-state", "forget"},
+        {"health-state", "clear", "--signal-pid", "0"},
+        {"health-state", "show", "--gpu", "GPU-a"}}) {
+    SCOPED_TRACE(bad.back());
+    ::testing::internal::CaptureStderr();
+    f = Parse(bad);
+    ::testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(f.config.has_value());
+    EXPECT_EQ(f.exit_code, 2);
+  }
 }
 
 }  // namespace

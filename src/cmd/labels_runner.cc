@@ -7,6 +7,7 @@
 
 #include "cmd/signals.h"
 #include "config/load.h"
+#include "util/keep_until_exit.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -18,6 +19,7 @@ int RunLabels(const ParsedFlags& flags) {
   std::unique_ptr<Nvml> nvml;
   if (auto opened = Nvml::Open(cfg.driver_root); opened.ok()) {
     nvml = *std::move(opened);
+    nvml->set_call_deadline(cfg.nvml_timeout);
   } else if (cfg.fail_on_init_error) {
     LOG_FATAL("Failed to initialize NVML: {}", opened.status().message());
     return 1;
@@ -31,6 +33,10 @@ int RunLabels(const ParsedFlags& flags) {
   if (cfg.gfd.oneshot) {
     if (absl::Status s = loop.Step(); !s.ok()) {
       LOG_FATAL("Node labelling failed: {}", s.message());
+      if (AnythingKeptUntilExit()) {  // a discovery left in a hung NVML call
+        KeepUntilExit(std::move(nvml));
+        ExitNow(1);
+      }
       return 1;
     }
     return 0;
@@ -57,11 +63,20 @@ int RunLabels(const ParsedFlags& flags) {
   }
   loop.Stop();
   run.join();
+  // A discovery left in a hung NVML call still uses the library.
+  if (AnythingKeptUntilExit()) {
+    KeepUntilExit(std::move(nvml));
+    ExitNow(0);
+  }
   return 0;
 }
 
-LabelThread::LabelThread(const Nvml& nvml, const Config& config)
-    : loop_(&nvml, config), thread_([this] { loop_.Run(); }) {}
+LabelThread::LabelThread(const Nvml& nvml, const Config& config,
+                         std::optional<NodeGpus> node)
+    : loop_(&nvml, config) {
+  if (node.has_value()) loop_.SetNode(*std::move(node));
+  thread_ = std::thread([this] { loop_.Run(); });
+}
 
 LabelThread::~LabelThread() {
   loop_.Stop();

@@ -3,10 +3,13 @@
 #ifndef GDP_CMD_LABELS_RUNNER_H_
 #define GDP_CMD_LABELS_RUNNER_H_
 
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "cmd/flags.h"
 #include "config/config.h"
+#include "device/gpu.h"
 #include "labels/label_loop.h"
 #include "nvml/nvml.h"
 
@@ -27,14 +30,21 @@ int RunLabels(const ParsedFlags& flags);
 // Not thread-safe: one thread makes, reconfigures and destroys it.
 class LabelThread {
  public:
-  // `nvml` must outlive this. REQUIRES: Validate(config).ok().
-  LabelThread(const Nvml& nvml, const Config& config);
+  // `nvml` must outlive this. With `node` (the daemon's start-up
+  // discovery, when its rediscovery runs), the loop labels the nodes handed
+  // to SetNode and never discovers itself; without, it discovers every
+  // gfd.sleep_interval. REQUIRES: Validate(config).ok().
+  LabelThread(const Nvml& nvml, const Config& config,
+              std::optional<NodeGpus> node = std::nullopt);
   ~LabelThread();
   LabelThread(const LabelThread&) = delete;
   LabelThread& operator=(const LabelThread&) = delete;
 
   // After a successful reload: labels again at once with `config`.
   void SetConfig(const Config& config) { loop_.SetConfig(config); }
+
+  // Thread-safe: labels `node` (a rediscovery's result) at once.
+  void SetNode(NodeGpus node) { loop_.SetNode(std::move(node)); }
 
  private:
   LabelLoop loop_;

@@ -17,10 +17,13 @@
 #include "cmd/daemon.h"
 #include "cmd/endpoints.h"
 #include "cmd/flags.h"
+#include "cmd/health_state_cmd.h"
 #include "cmd/labels_runner.h"
+#include "cmd/rediscovery.h"
 #include "cmd/signals.h"
 #include "config/load.h"
 #include "nvml/nvml.h"
+#include "nvml/runner.h"
 #include "util/file_watcher.h"
 #include "util/keep_until_exit.h"
 #include "util/logging.h"
@@ -62,6 +65,23 @@ std::string Gib(uint64_t bytes) {
   return absl::StrFormat("%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
 }
 
+// DiscoverGpus under NVML call deadlines: a call that hangs fails its
+// discovery after the deadline; the discovery is then made again once, when
+// calls about the hung GPU fail at once, so that GPU is left out (unusable)
+// and the others are served.
+absl::StatusOr<NodeGpus> DiscoverWithDeadline(const Nvml& nvml,
+                                              const Config& cfg) {
+  NvmlRunner runner(nvml);
+  absl::StatusOr<absl::StatusOr<NodeGpus>> found;
+  for (int tries = 0; tries < 2; ++tries) {
+    found = runner.Call<absl::StatusOr<NodeGpus>>(
+        [&nvml, root = cfg.sysfs_root] { return DiscoverGpus(nvml, root); });
+    if (found.ok() || !IsNvmlHang(found.status())) break;
+  }
+  if (!found.ok()) return found.status();
+  return *std::move(found);
+}
+
 // Loads NVML and discovers the GPUs, retrying every nvml_retry_interval unless
 // --fail-on-init-error. Returns false to exit with *exit_code.
 bool OpenAndDiscover(const Config& cfg, StopState* stop, Endpoints* endpoints,
@@ -71,7 +91,13 @@ bool OpenAndDiscover(const Config& cfg, StopState* stop, Endpoints* endpoints,
     auto opened = Nvml::Open(cfg.driver_root);
     absl::Status error = opened.status();
     if (opened.ok()) {
-      auto found = DiscoverGpus(**opened, cfg.sysfs_root);
+      (*opened)->set_call_deadline(cfg.nvml_timeout);
+      absl::StatusOr<NodeGpus> found = DiscoverWithDeadline(**opened, cfg);
+      if (AnythingKeptUntilExit()) {
+        // A call hung: its thread still uses this Nvml, which must stay.
+        KeepUntilExit(std::shared_ptr<Nvml>(
+            found.ok() && !found->gpus.empty() ? nullptr : std::move(*opened)));
+      }
       if (found.ok() && !found->gpus.empty()) {
         *nvml = *std::move(opened);
         *node = *std::move(found);
@@ -181,8 +207,11 @@ int Discover(const Config& cfg) {
 
 // Serves until SIGTERM/SIGINT, reloading the config on SIGHUP and when the
 // config file changes; `labels` (may be null) follows each applied reload.
+// Drives `daemon` holding `daemon_mu` (the rediscovery drives it too);
+// `rediscovery` (may be null) retries a refused layout after a reload.
 void ServeUntilStopped(const ParsedFlags& flags, Daemon* daemon,
-                       StopState* stop, LabelThread* labels) {
+                       absl::Mutex* daemon_mu, StopState* stop,
+                       LabelThread* labels, Rediscovery* rediscovery) {
   auto watcher = FileWatcher::Create(daemon->config().config_file);
   if (!watcher.ok()) {
     LOG_ERROR("Not watching the config file ({}); reload with SIGHUP",
@@ -202,6 +231,8 @@ void ServeUntilStopped(const ParsedFlags& flags, Daemon* daemon,
     if (stop->requested.HasBeenNotified()) break;
     bool hup = stop->reload.exchange(false);
     if (!hup && event != FileWatcher::Event::kChanged) continue;
+    absl::MutexLock lock(daemon_mu);
+    if (hup) daemon->ReloadHealthState();  // `health-state clear` applied
     LOG_INFO("{}: reloading the config",
              hup ? std::string("SIGHUP")
                  : "Config file " + daemon->config().config_file + " changed");
@@ -209,6 +240,7 @@ void ServeUntilStopped(const ParsedFlags& flags, Daemon* daemon,
         daemon->Reload(LoadConfig(flags.flag_config, flags.explicit_settings));
     CountConfigReload(reloaded);
     if (reloaded.ok() && labels != nullptr) labels->SetConfig(daemon->config());
+    if (reloaded.ok() && rediscovery != nullptr) rediscovery->Retry();
   }
   absl::MutexLock lock(&stop->mu);
   stop->watcher = nullptr;
@@ -237,16 +269,57 @@ int Serve(const ParsedFlags& flags) {
     if (OpenAndDiscover(cfg, &stop, endpoints->get(), &nvml, &node,
                         &exit_code)) {
       LogGpus(*nvml, node);
-      Daemon daemon(*nvml, cfg);
+      HealthStateOptions state;
+      state.dir = flags.state_dir;
+      if (!state.dir.empty()) state.boot_id = ReadBootId(cfg.proc_root);
+      Daemon daemon(*nvml, cfg, state);
+      // The label loop's first node when it follows the rediscovery.
+      NodeGpus labels_node;
+      if (cfg.labels && cfg.rediscover_interval > absl::ZeroDuration()) {
+        labels_node = node;
+      }
       if (absl::Status s = daemon.Start(std::move(node)); !s.ok()) {
         LOG_FATAL("{}", s.message());
         exit_code = 1;
       } else {
         Endpoints::Serving serving(**endpoints, &daemon);
+        absl::Mutex daemon_mu;  // reloads and rediscoveries, one at a time
+        const bool rediscover = cfg.rediscover_interval > absl::ZeroDuration();
         std::optional<LabelThread> labels;  // --labels: beside the daemon
-        if (cfg.labels) labels.emplace(*nvml, daemon.config());
-        ServeUntilStopped(flags, &daemon, &stop,
-                          labels.has_value() ? &*labels : nullptr);
+        if (cfg.labels) {
+          // With rediscovery on, the labels follow its discoveries.
+          labels.emplace(
+              *nvml, daemon.config(),
+              rediscover ? std::optional<NodeGpus>(labels_node) : std::nullopt);
+        }
+        std::optional<Rediscovery> rediscovery;
+        std::thread rediscovery_thread;
+        if (rediscover) {
+          RediscoveryHooks hooks;
+          hooks.discover = [&] {
+            absl::MutexLock lock(&daemon_mu);
+            return daemon.Discover();
+          };
+          hooks.apply = [&](const NodeGpus& found) {
+            absl::MutexLock lock(&daemon_mu);
+            return daemon.Follow(found);
+          };
+          if (labels.has_value()) {
+            hooks.discovered = [&](const NodeGpus& found) {
+              labels->SetNode(found);
+            };
+          }
+          hooks.cancel = [&] { daemon.CancelNvml(); };
+          rediscovery.emplace(cfg.rediscover_interval, std::move(hooks));
+          rediscovery_thread = std::thread([&] { rediscovery->Run(); });
+        }
+        ServeUntilStopped(flags, &daemon, &daemon_mu, &stop,
+                          labels.has_value() ? &*labels : nullptr,
+                          rediscovery.has_value() ? &*rediscovery : nullptr);
+        if (rediscovery.has_value()) {
+          rediscovery->Stop();
+          rediscovery_thread.join();
+        }
       }  // the labels stop first
     }    // the plugins stop before NVML shuts down
     // A health monitor left in an NVML wait still uses the library.
@@ -281,5 +354,10 @@ int main(int argc, char** argv) {
     return gdp::Discover(*flags.config);
   }
   if (flags.command == gdp::Command::kLabels) return gdp::RunLabels(flags);
+  if (flags.command == gdp::Command::kHealthStateShow ||
+      flags.command == gdp::Command::kHealthStateClear) {
+    return gdp::RunHealthState(flags, gdp::ReadBootId(flags.config->proc_root),
+                               std::cout, std::cerr);
+  }
   return gdp::Serve(flags);
 }

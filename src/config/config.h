@@ -179,6 +179,13 @@ struct Config {
   // hour), and how often GPUs are probed for being lost or back.
   absl::Duration health_quiet_period = absl::Seconds(60);
   absl::Duration health_probe_interval = absl::Seconds(5);
+  // The deadline of each NVML call after start-up (--nvml-timeout); zero:
+  // none.
+  absl::Duration nvml_timeout = absl::Seconds(10);
+  // How often the daemon discovers the GPUs again to follow MIG
+  // reconfiguration and GPUs appearing or disappearing
+  // (--rediscover-interval); zero: never (only on reload).
+  absl::Duration rediscover_interval = absl::Seconds(60);
   // --device-api (DEVICE_API, flags.deviceAPI) and the DRA side's settings.
   DeviceApi device_api = DeviceApi::kDevicePlugin;
   DraConfig dra;

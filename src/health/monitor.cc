@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "health/health_metrics.h"
+#include "health/monitor_jobs.h"
 #include "health/probe.h"
+#include "util/keep_until_exit.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -23,11 +25,17 @@ std::vector<WatchedGpu> WatchedGpus(const NodeGpus& node) {
 HealthMonitor::HealthMonitor(const Nvml& nvml, HealthTracker& tracker,
                              std::vector<WatchedGpu> gpus,
                              HealthMonitorOptions options)
-    : nvml_(nvml), tracker_(tracker), options_(std::move(options)) {
+    : nvml_(nvml),
+      tracker_(tracker),
+      options_(std::move(options)),
+      runner_(nvml) {
   incoming_ = std::move(gpus);
 }
 
-HealthMonitor::~HealthMonitor() = default;
+HealthMonitor::~HealthMonitor() {
+  // Freeing the set is an NVML call too: not made while NVML hangs.
+  if (set_ != nullptr && !nvml_.Hangs().empty()) KeepUntilExit(std::move(set_));
+}
 
 void HealthMonitor::Watch(std::vector<WatchedGpu> gpus) {
   absl::MutexLock lock(&mu_);
@@ -36,8 +44,11 @@ void HealthMonitor::Watch(std::vector<WatchedGpu> gpus) {
 }
 
 void HealthMonitor::Stop() {
-  absl::MutexLock lock(&mu_);
-  stop_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  runner_.Cancel();
 }
 
 bool HealthMonitor::RunEnded(absl::Duration timeout) {
@@ -73,24 +84,38 @@ void HealthMonitor::TakeNewGpus() {
   }
 }
 
+bool HealthMonitor::OnHang(const GpuRef& gpu, const ProbeOutcome& out,
+                           absl::Time now) {
+  if (!out.hung) return false;
+  if (out.hung_all) {
+    tracker_.OnNvmlFailure(out.detail, now);
+  } else {
+    tracker_.OnGpuHung(gpu, out.detail, now);
+  }
+  return true;
+}
+
 void HealthMonitor::Register(Watched& gpu) {
   const absl::Time now = options_.clock();
   gpu.registered = false;
-  absl::StatusOr<nvmlDevice_t> handle = nvml_.DeviceByUuid(gpu.ref.uuid);
-  absl::StatusOr<unsigned long long> supported =
-      handle.ok() ? nvml_.SupportedEventTypes(*handle) : handle.status();
-  absl::Status s = supported.status();
-  if (supported.ok()) {
-    gpu.handle = *handle;
-    const unsigned long long types = *supported & kHealthEventTypes;
-    if (types != kHealthEventTypes) {
+  absl::StatusOr<Registration> run = runner_.Call<Registration>(
+      [&nvml = nvml_, set = set_, uuid = gpu.ref.uuid] {
+        return RegisterOn(nvml, *set, uuid);
+      });
+  if (stopping()) return;
+  const Registration r =
+      run.ok() ? *run : Registration{nullptr, 0, run.status()};
+  const absl::Status& s = r.status;
+  if (r.handle != nullptr) {
+    gpu.handle = r.handle;
+    if (r.types != kHealthEventTypes) {
       LOG_WARN(
           "GPU {} {}: reports only event types {:#x} of {:#x} "
           "(XID, double-bit ECC, single-bit ECC); the rest is not watched",
-          gpu.ref.index, gpu.ref.uuid, types, kHealthEventTypes);
+          gpu.ref.index, gpu.ref.uuid, r.types, kHealthEventTypes);
     }
-    s = types == 0 ? absl::OkStatus() : set_->Register(*handle, types);
   }
+  if (OnHang(gpu.ref, OutcomeOf(s), now)) return;
   switch (NvmlCode(s)) {
     case NVML_SUCCESS:
       gpu.registered = true;
@@ -120,29 +145,55 @@ void HealthMonitor::Register(Watched& gpu) {
 }
 
 bool HealthMonitor::SetUp() {
+  absl::StatusOr<absl::StatusOr<std::unique_ptr<NvmlEventSet>>> run =
+      runner_.Call<absl::StatusOr<std::unique_ptr<NvmlEventSet>>>(
+          [&nvml = nvml_] { return nvml.CreateEventSet(); });
+  if (stopping()) return false;
   const absl::Time now = options_.clock();
-  absl::StatusOr<std::unique_ptr<NvmlEventSet>> set = nvml_.CreateEventSet();
+  absl::StatusOr<std::unique_ptr<NvmlEventSet>> set =
+      run.ok() ? *std::move(run) : run.status();
   if (!set.ok()) {
     tracker_.OnNvmlFailure(
-        absl::StrCat("NVML failed: ", set.status().message()), now);
+        IsNvmlHang(set.status())
+            ? std::string(set.status().message())
+            : absl::StrCat("NVML failed: ", set.status().message()),
+        now);
     return false;
   }
   // NVML counts as working again only once a wait succeeds.
-  set_ = *std::move(set);
+  set_ = std::shared_ptr<NvmlEventSet>(*std::move(set));
   for (Watched& gpu : gpus_) Register(gpu);
   next_sweep_ = now + options_.sweep_interval;
   return true;
 }
 
 void HealthMonitor::Sweep() {
+  next_sweep_ = options_.clock() + options_.sweep_interval;
+  std::vector<WatchedGpu> targets;
+  for (const Watched& gpu : gpus_) targets.push_back({gpu.ref, gpu.migs});
+  // A call that hangs costs one deadline; the sweep is then made again at
+  // once, when calls about the hung GPU fail at once (at most once per GPU
+  // and once for NVML as a whole).
+  absl::StatusOr<std::vector<SweepAnswer>> answers;
+  for (size_t tries = 0; tries <= targets.size() + 1; ++tries) {
+    answers = runner_.Call<std::vector<SweepAnswer>>(
+        [&nvml = nvml_, targets] { return SweepAll(nvml, targets); });
+    if (answers.ok() || !IsNvmlHang(answers.status())) break;
+  }
+  if (!answers.ok() || stopping()) return;
+  ApplySweep(*answers);
+}
+
+void HealthMonitor::ApplySweep(const std::vector<SweepAnswer>& answers) {
   const absl::Time now = options_.clock();
   next_sweep_ = now + options_.sweep_interval;
-  for (Watched& gpu : gpus_) {
-    const ProbeOutcome out = Probe(nvml_, ProbeTarget{gpu.ref});
+  for (size_t i = 0; i < gpus_.size() && i < answers.size(); ++i) {
+    Watched& gpu = gpus_[i];
+    const ProbeOutcome& out = answers[i].gpu;
     switch (out.result) {
       case ProbeResult::kPass:
         tracker_.OnGpuAnswers(gpu.ref, now);
-        SweepMigs(gpu, now);
+        SweepMigs(gpu, answers[i].migs, now);
         if (!gpu.registered) {
           Register(gpu);
         } else if (!gpu.last_error.empty()) {
@@ -157,6 +208,10 @@ void HealthMonitor::Sweep() {
         break;
       case ProbeResult::kFail:
       case ProbeResult::kGone:
+        if (OnHang(gpu.ref, out, now)) {
+          gpu.last_error = out.detail;
+          break;
+        }
         // Not lost, so not unhealthy by itself; logged once per error.
         if (gpu.last_error != out.detail) {
           gpu.last_error = out.detail;
@@ -168,15 +223,18 @@ void HealthMonitor::Sweep() {
   }
 }
 
-void HealthMonitor::SweepMigs(const Watched& gpu, absl::Time now) {
-  if (gpu.migs.empty()) return;
-  const std::vector<ProbeOutcome> outs =
-      ProbeMigDevices(nvml_, gpu.ref, gpu.migs);
-  for (size_t k = 0; k < outs.size(); ++k) {
+void HealthMonitor::SweepMigs(const Watched& gpu,
+                              const std::vector<ProbeOutcome>& outs,
+                              absl::Time now) {
+  for (size_t k = 0; k < outs.size() && k < gpu.migs.size(); ++k) {
     const ProbeTarget target{gpu.ref, gpu.migs[k].gi, gpu.migs[k].ci};
     switch (outs[k].result) {
       case ProbeResult::kFail:
-        tracker_.OnMigProbeFailed(target, outs[k].detail, now);
+        if (outs[k].hung_all) {
+          tracker_.OnNvmlFailure(outs[k].detail, now);
+        } else {
+          tracker_.OnMigProbeFailed(target, outs[k].detail, now);
+        }
         break;
       case ProbeResult::kGone:
         // The layout changed since discovery; discovery will follow.
@@ -191,14 +249,29 @@ void HealthMonitor::SweepMigs(const Watched& gpu, absl::Time now) {
 }
 
 void HealthMonitor::RunDueProbes() {
+  const std::vector<ProbeTarget> due = tracker_.DueProbes(options_.clock());
+  if (due.empty()) return;
+  absl::StatusOr<std::vector<ProbeOutcome>> outs =
+      runner_.Call<std::vector<ProbeOutcome>>([&nvml = nvml_, due] {
+        std::vector<ProbeOutcome> out;
+        for (const ProbeTarget& target : due)
+          out.push_back(Probe(nvml, target));
+        return out;
+      });
+  // A hang: the next round probes again, and the hung GPU fails at once.
+  if (!outs.ok() || stopping()) return;
   const absl::Time now = options_.clock();
-  for (const ProbeTarget& target : tracker_.DueProbes(now)) {
-    const ProbeOutcome out = Probe(nvml_, target);
+  for (size_t i = 0; i < due.size(); ++i) {
+    const ProbeTarget& target = due[i];
+    const ProbeOutcome& out = (*outs)[i];
     if (out.result == ProbeResult::kLost) {
       auto it = std::find_if(gpus_.begin(), gpus_.end(), [&](const Watched& w) {
         return w.ref.uuid == target.gpu.uuid;
       });
       if (it != gpus_.end()) it->registered = false;
+    }
+    if (target.gi == kNvmlAllInstances && target.ci == kNvmlAllInstances) {
+      OnHang(target.gpu, out, now);
     }
     tracker_.OnProbe(target, out.result, out.detail, now);
   }
@@ -262,18 +335,35 @@ void HealthMonitor::Step(absl::Duration max_wait) {
     const absl::Duration wait =
         std::min({left, std::max(until_due, absl::Milliseconds(1)),
                   options_.wait_slice});
-    absl::StatusOr<NvmlEvent> event = set_->Wait(wait);
+    // A wait that lasts until the sweep is due sweeps in the same job
+    // when it saw no event: one wakeup of each thread per idle round.
+    std::vector<WatchedGpu> sweep;
+    if (next_sweep_ - clock_now <= wait) {
+      for (const Watched& gpu : gpus_) sweep.push_back({gpu.ref, gpu.migs});
+    }
+    absl::StatusOr<WaitAnswer> answer =
+        runner_.Call<WaitAnswer>([&nvml = nvml_, set = set_, wait, sweep] {
+          return WaitOn(*set, wait, nvml, sweep);
+        });
     // Stopped during the wait: the caller may be tearing the tracker down.
     if (stopping()) return;
-    if (event.ok()) {
+    if (!answer.ok() && IsNvmlHang(answer.status()) &&
+        !IsNvmlHangOfAll(answer.status())) {
+      Sweep();  // the hang was the sweep's: find the GPU
+      continue;
+    }
+    if (!answer.ok()) answer = WaitAnswer{{}, answer.status(), false, {}};
+    if (answer->sweep.has_value()) ApplySweep(*answer->sweep);
+    if (!answer->events.empty()) {
       remade_after_lost_ = false;
       tracker_.OnNvmlWorks(options_.clock());
-      Handle(*event);
-      // Whatever else has arrived, without waiting.
-      while ((event = set_->Wait(absl::ZeroDuration())).ok()) Handle(*event);
-      if (NvmlCode(event.status()) == NVML_ERROR_TIMEOUT) return;
+      for (const NvmlEvent& event : answer->events) Handle(event);
+      if (answer->more || NvmlCode(answer->status) == NVML_ERROR_TIMEOUT) {
+        return;
+      }
     }
-    switch (NvmlCode(event.status())) {
+    const absl::Status& status = answer->status;
+    switch (NvmlCode(status)) {
       case NVML_ERROR_TIMEOUT:
         remade_after_lost_ = false;
         tracker_.OnNvmlWorks(options_.clock());
@@ -295,7 +385,9 @@ void HealthMonitor::Step(absl::Duration max_wait) {
       }
       default:
         tracker_.OnNvmlFailure(
-            absl::StrCat("NVML event wait failed: ", event.status().message()),
+            IsNvmlHang(status)
+                ? std::string(status.message())
+                : absl::StrCat("NVML event wait failed: ", status.message()),
             options_.clock());
         DropEventSet();
         return;
@@ -304,7 +396,10 @@ void HealthMonitor::Step(absl::Duration max_wait) {
 }
 
 void HealthMonitor::DropEventSet() {
-  set_.reset();
+  // Freed on the runner: a free that hangs is given up like any call.
+  if (set_ != nullptr) {
+    (void)runner_.Run([set = std::move(set_)]() mutable { set.reset(); });
+  }
   next_setup_ = absl::Now() + options_.retry_interval;
   for (Watched& gpu : gpus_) gpu.registered = false;
 }

@@ -19,15 +19,14 @@
 #include "health/probe.h"
 #include "health/tracker.h"
 #include "nvml/nvml.h"
+#include "nvml/runner.h"
 
 namespace gdp {
 
 struct HealthMonitorOptions {
   // The longest single NVML wait. By default none: a wait lasts until an
   // event, or until the next sweep or probe is due, so an idle monitor
-  // wakes once per sweep_interval. NVML cannot interrupt a wait, so Stop
-  // ends Run only when the wait in progress ends (see Stop). Tests with a
-  // fake clock set a short one.
+  // wakes once per sweep_interval. Tests with a fake clock set a short one.
   absl::Duration wait_slice = absl::InfiniteDuration();
   // How often every watched GPU is probed (lost GPUs show no event: a GPU
   // that fell off the bus is found here, and so is one that came back).
@@ -54,7 +53,15 @@ struct WatchedGpu {
 // The GPUs of a discovery, with their MIG devices.
 std::vector<WatchedGpu> WatchedGpus(const NodeGpus& node);
 
+struct SweepAnswer;  // health/monitor_jobs.h
+
 // One thread runs Step/Run; Watch and Stop may be called from any thread.
+//
+// Every NVML call runs on the monitor's NvmlRunner, under the Nvml's call
+// deadline (nvml/deadline.h): a call about a GPU that does not return in
+// time makes that GPU unhealthy (HealthTracker::OnGpuHung) until it answers
+// a probe again, and one about no GPU in particular (the event wait) makes
+// NVML count as failed; the monitor goes on watching the other GPUs.
 class HealthMonitor {
  public:
   // `nvml` and `tracker` must outlive the monitor. `gpus`: the GPUs to
@@ -62,7 +69,8 @@ class HealthMonitor {
   HealthMonitor(const Nvml& nvml, HealthTracker& tracker,
                 std::vector<WatchedGpu> gpus,
                 HealthMonitorOptions options = {});
-  // Frees the event set. REQUIRES: Run/Step are not running.
+  // Frees the event set (leaves it, while an NVML call hangs). REQUIRES:
+  // Run/Step are not running.
   ~HealthMonitor();
   HealthMonitor(const HealthMonitor&) = delete;
   HealthMonitor& operator=(const HealthMonitor&) = delete;
@@ -94,13 +102,11 @@ class HealthMonitor {
   // Steps until Stop; then marks itself ended (RunEnded).
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Makes every later Step return at once, and Run return when the NVML
-  // wait in progress ends (at once if it is sleeping between NVML retries).
-  // NVML cannot interrupt a wait, so that may be up to the next sweep; but
-  // from Stop on, a Step whose wait ends returns without touching the
-  // tracker or the log. A caller that cannot wait (shutdown) may therefore
-  // leave Run's thread blocked in NVML, provided this monitor and the Nvml
-  // are never destroyed (util/keep_until_exit.h). Thread-safe; does not
+  // Makes every later Step return at once, and Run return at once: an
+  // NVML call in progress (NVML cannot interrupt a wait) is left on the
+  // runner's worker thread, which the process keeps until it exits
+  // (util/keep_until_exit.h; the Nvml must then never be destroyed). From
+  // Stop on, nothing touches the tracker or the log. Thread-safe; does not
   // wait.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -119,6 +125,9 @@ class HealthMonitor {
 
   // Makes the event set and registers every GPU. False if NVML failed.
   bool SetUp();
+  // Tells the tracker about a hang outcome of `gpu` (or of NVML as a whole);
+  // false if `out` is no hang.
+  bool OnHang(const GpuRef& gpu, const ProbeOutcome& out, absl::Time now);
   // Registers `gpu` on the event set (a fresh handle by UUID).
   void Register(Watched& gpu);
   // Adds GPUs passed to Watch.
@@ -127,7 +136,10 @@ class HealthMonitor {
   // device failing NVML calls is reported to the tracker); re-registers
   // the GPUs that answer again.
   void Sweep();
-  void SweepMigs(const Watched& gpu, absl::Time now);
+  // What a sweep found, applied (and the next sweep due an interval on).
+  void ApplySweep(const std::vector<SweepAnswer>& answers);
+  void SweepMigs(const Watched& gpu, const std::vector<ProbeOutcome>& outs,
+                 absl::Time now);
   void RunDueProbes();
   // Frees the event set; a new one is made after retry_interval.
   void DropEventSet();
@@ -139,10 +151,12 @@ class HealthMonitor {
   const Nvml& nvml_;
   HealthTracker& tracker_;
   const HealthMonitorOptions options_;
+  NvmlRunner runner_;  // every NVML call of the monitor
 
-  // Owned by the stepping thread.
+  // Owned by the stepping thread. The set is shared with the runner job
+  // waiting on it (which may outlive the monitor after Stop).
   std::vector<Watched> gpus_;
-  std::unique_ptr<NvmlEventSet> set_;
+  std::shared_ptr<NvmlEventSet> set_;
   absl::Time next_sweep_ = absl::InfinitePast();  // tracker clock
   absl::Time next_setup_ = absl::InfinitePast();  // real time
   // The event set was made anew at once after GPU_IS_LOST, and no wait on

@@ -7,14 +7,17 @@
 namespace gdp {
 namespace {
 
-ProbeOutcome Failed(const absl::Status& s) {
+ProbeOutcome Failed(const absl::Status& s) { return OutcomeOf(s); }
+
+}  // namespace
+
+ProbeOutcome OutcomeOf(const absl::Status& s) {
+  if (s.ok()) return {};
   const nvmlReturn_t code = NvmlCode(s);
   return {
       code == NVML_ERROR_GPU_IS_LOST ? ProbeResult::kLost : ProbeResult::kFail,
-      std::string(s.message())};
+      std::string(s.message()), IsNvmlHang(s), IsNvmlHangOfAll(s)};
 }
-
-}  // namespace
 
 ProbeOutcome Probe(const Nvml& nvml, const ProbeTarget& target) {
   absl::StatusOr<nvmlDevice_t> gpu = nvml.DeviceByUuid(target.gpu.uuid);

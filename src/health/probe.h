@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "health/tracker.h"
 #include "nvml/nvml.h"
 
@@ -14,7 +15,15 @@ namespace gdp {
 struct ProbeOutcome {
   ProbeResult result = ProbeResult::kPass;
   std::string detail;  // the NVML error, for anything but kPass
+  // kFail because an NVML call hung (nvml/deadline.h): about this GPU, or
+  // (hung_all) about NVML as a whole.
+  bool hung = false;
+  bool hung_all = false;
 };
+
+// A probe's outcome for an NVML call's status: kPass for OK, kLost for
+// NVML_ERROR_GPU_IS_LOST, else kFail (hung / hung_all for a hang).
+ProbeOutcome OutcomeOf(const absl::Status& s);
 
 // Looks the GPU up again by UUID (a fresh handle) and reads its memory
 // info; for a target naming a GPU and/or compute instance, also finds

@@ -128,6 +128,7 @@ void HealthTracker::Fail(const GpuRef& gpu, Gpu& g, Scope scope, State state,
   u.state = state;
   u.cause = cause;
   u.probe_error.clear();
+  if (was_healthy) u.since = now;
   switch (state) {
     case State::kRecoverable:
       u.quiet = QuietFor(n);
@@ -245,6 +246,7 @@ void HealthTracker::ResetLocked(const GpuRef& gpu, Gpu& g,
     return;
   }
   whole.state = State::kRecoverable;
+  whole.since = now;
   whole.cause = HealthCause{HealthCause::Kind::kFlapping, 0};
   whole.quiet = QuietFor(n);
   whole.probe_at = now + whole.quiet;
@@ -263,10 +265,34 @@ void HealthTracker::OnGpuAnswers(const GpuRef& gpu, absl::Time now) {
     auto it = gpus_.find(gpu.uuid);
     if (it == gpus_.end()) return;
     it->second.index = gpu.index;
+    if (!it->second.hung.empty()) {
+      LOG_INFO("GPU {} {}: answers NVML again (was: {})", gpu.index, gpu.uuid,
+               it->second.hung);
+      it->second.hung.clear();
+      Changed();
+    }
     auto whole = it->second.units.find(Scope{kAll, kAll});
-    if (whole == it->second.units.end() || whole->second.state != State::kLost)
-      return;
-    ResetLocked(gpu, it->second, "it answers NVML again after being lost", now);
+    if (whole != it->second.units.end() &&
+        whole->second.state == State::kLost) {
+      ResetLocked(gpu, it->second, "it answers NVML again after being lost",
+                  now);
+    }
+  }
+  NotifyIfChanged(before);
+}
+
+void HealthTracker::OnGpuHung(const GpuRef& gpu, const std::string& why,
+                              absl::Time now) {
+  (void)now;
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    Gpu& g = GpuFor(gpu);
+    if (g.hung == why) return;
+    LOG_ERROR("GPU {} {}: unhealthy: {}", gpu.index, gpu.uuid, why);
+    g.hung = why;
+    Changed();
   }
   NotifyIfChanged(before);
 }
@@ -401,6 +427,10 @@ DeviceHealth HealthTracker::HealthOf(const Device& device) const {
   }
   auto g = gpus_.find(device.gpu_uuid);
   if (g == gpus_.end()) return {};
+  if (!g->second.hung.empty()) {
+    return {Health::kUnhealthy, g->second.hung,
+            HealthCause{HealthCause::Kind::kNvml, 0}};
+  }
   const Unit* worst = nullptr;
   Scope worst_scope;
   for (const auto& [scope, u] : g->second.units) {

@@ -22,6 +22,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "device/device.h"
+#include "health/health_state.h"
 #include "health/xid_policy.h"
 #include "nvml/nvml.h"
 
@@ -129,8 +130,17 @@ class HealthTracker {
   void OnGpuLost(const GpuRef& gpu, const std::string& why, absl::Time now)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // `gpu` answers NVML. If it was lost, that is a reset.
+  // `gpu` answers NVML. If it was lost, that is a reset; if it was hung,
+  // it is no longer.
   void OnGpuAnswers(const GpuRef& gpu, absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // An NVML call about `gpu` did not return by its deadline (`why`, e.g.
+  // "NVML nvmlDeviceGetMemoryInfo did not return in 10s"): every device of
+  // the GPU is unhealthy with that reason (cause kNvml) until OnGpuAnswers,
+  // whatever state its units are in. Not a failure of a unit: no flap
+  // history, no quiet period. Logged when it begins.
+  void OnGpuHung(const GpuRef& gpu, const std::string& why, absl::Time now)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // `gpu` was reset by other means (e.g. discovery saw it vanish and come
   // back): every unit of it is cleared as described above.
@@ -170,6 +180,31 @@ class HealthTracker {
   // What `device` should advertise. Replicas share their unit's answer.
   DeviceHealth HealthOf(const Device& device) const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // The state to keep across a restart (health/tracker_state.cc): every
+  // GPU with an unhealthy unit or a failure within the flap window before
+  // `now`, with those units (and only those). boot_id is left empty. The
+  // NVML failure as a whole is not kept (the monitor finds it again).
+  HealthState Export(absl::Time now) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Applies `saved` (from Export of an earlier run in the same boot) to the
+  // GPUs in `present` (matched by UUID; the saved index is replaced by the
+  // present one), replacing what the tracker knows of them; saved GPUs not
+  // present are dropped. Failures older than the flap window before `now`
+  // are dropped. A restored unhealthy unit keeps its reason, with
+  // "; restored from the state file after a plugin restart" appended once,
+  // and its wall-clock times (a recoverable unit whose probe time has
+  // passed is due at once). A lost GPU that is present answers NVML again,
+  // so it is reset as OnGpuAnswers would (held if it flapped). Each
+  // restored unit is logged. Returns how many GPUs got state from `saved`.
+  size_t Import(const HealthState& saved, const std::vector<GpuRef>& present,
+                absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The operator cleared the saved state of `gpu` (`how` says so): every
+  // unit of it is healthy and its failures are forgotten, as if it had
+  // never failed. Logged if it was unhealthy; nothing if unknown.
+  void OnCleared(const GpuRef& gpu, const std::string& how, absl::Time now)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   enum class State { kHealthy, kRecoverable, kNeedsReset, kLost };
   using Scope = std::pair<unsigned, unsigned>;  // (gi, ci)
@@ -178,12 +213,14 @@ class HealthTracker {
     std::string reason;       // while unhealthy: what happened and why
     HealthCause cause;        // while unhealthy: its kind
     std::string probe_error;  // kRecoverable: what the last probe found
+    absl::Time since;         // while unhealthy: when it went so
     absl::Time probe_at;      // kRecoverable: next probe
     absl::Duration quiet;     // kRecoverable: the quiet period in force
     std::vector<absl::Time> failures;  // went unhealthy, within the window
   };
   struct Gpu {
     unsigned index = 0;
+    std::string hung;  // while an NVML call about it hangs: why
     std::map<Scope, Unit> units;
   };
 

@@ -14,6 +14,7 @@ LabelLoop::LabelLoop(const Nvml* nvml, Config config,
                      std::function<absl::Time()> now)
     : nvml_(nvml),
       now_(std::move(now)),
+      runner_(nvml == nullptr ? nullptr : std::make_unique<NvmlRunner>(*nvml)),
       config_(std::move(config)),
       stamp_(now_()) {}
 
@@ -21,14 +22,24 @@ absl::Status LabelLoop::Step() {
   absl::MutexLock step(&step_mu_);
   Config config;
   absl::Time stamp;
+  std::optional<NodeGpus> handed;
   {
     absl::MutexLock lock(&mu_);
     config = config_;
     stamp = stamp_;
+    handed = node_;
   }
   NodeGpus node;
-  if (nvml_ != nullptr) {
-    absl::StatusOr<NodeGpus> found = DiscoverGpus(*nvml_, config.sysfs_root);
+  if (handed.has_value()) {
+    node = *std::move(handed);
+  } else if (nvml_ != nullptr) {
+    absl::StatusOr<absl::StatusOr<NodeGpus>> run =
+        runner_->Call<absl::StatusOr<NodeGpus>>(
+            [nvml = nvml_, root = config.sysfs_root] {
+              return DiscoverGpus(*nvml, root);
+            });
+    if (!run.ok()) return run.status();
+    absl::StatusOr<NodeGpus> found = *std::move(run);
     if (!found.ok()) return found.status();
     node = *std::move(found);
     for (const absl::Status& s : node.unusable) {
@@ -92,6 +103,7 @@ void LabelLoop::Run() {
 }
 
 void LabelLoop::Stop() {
+  if (runner_ != nullptr) runner_->Cancel();
   absl::MutexLock lock(&mu_);
   stop_ = true;
 }
@@ -101,6 +113,12 @@ void LabelLoop::SetConfig(Config config) {
   absl::MutexLock lock(&mu_);
   config_ = std::move(config);
   stamp_ = stamp;
+  changed_ = true;
+}
+
+void LabelLoop::SetNode(NodeGpus node) {
+  absl::MutexLock lock(&mu_);
+  node_ = std::move(node);
   changed_ = true;
 }
 

@@ -1,10 +1,14 @@
 // Keeps the node's feature file current: discovers the GPUs again, computes
 // the labels and writes them, every gfd.sleep_interval and at once after a
-// config change, as NVIDIA's gpu-feature-discovery does.
+// config change, as NVIDIA's gpu-feature-discovery does. Beside the daemon
+// it can instead be handed the daemon's discoveries (SetNode) and label
+// each at once, so the node is discovered once, not twice.
 #ifndef GDP_LABELS_LABEL_LOOP_H_
 #define GDP_LABELS_LABEL_LOOP_H_
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -13,7 +17,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "config/config.h"
+#include "device/gpu.h"
 #include "nvml/nvml.h"
+#include "nvml/runner.h"
 
 namespace gdp {
 
@@ -33,7 +39,9 @@ class LabelLoop {
   LabelLoop(const LabelLoop&) = delete;
   LabelLoop& operator=(const LabelLoop&) = delete;
 
-  // Discovers the GPUs through NVML, computes the labels (ComputeLabels)
+  // Discovers the GPUs through NVML (a hung NVML call fails the step after
+  // its deadline), or once SetNode was called takes the node handed last,
+  // computes the labels (ComputeLabels)
   // with the current config and writes them to its gfd.output_file
   // (WriteFeatureFile). When the output file changed with SetConfig, the
   // one written before is removed. Steps run one at a time.
@@ -48,22 +56,31 @@ class LabelLoop {
   // removes the output file, as GFD does when it exits.
   void Run() ABSL_LOCKS_EXCLUDED(mu_, step_mu_);
 
-  // Makes Run() return (at once if it is waiting). Idempotent.
+  // Makes Run() return (at once if it is waiting, also in a discovery
+  // whose NVML call hangs; a later Step fails Cancelled). Idempotent.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Uses `config` from the next step on and wakes Run() to step at once;
   // restarts the timestamp. REQUIRES: Validate(config).ok().
   void SetConfig(Config config) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // From now on, steps label `node` (the latest of these) instead of
+  // discovering the GPUs themselves; wakes Run() to step at once. For the
+  // daemon's rediscovery, which hands each of its discoveries here.
+  void SetNode(NodeGpus node) ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
   const Nvml* const nvml_;
   const std::function<absl::Time()> now_;
+  // Discoveries run here, under NVML call deadlines; null without NVML.
+  const std::unique_ptr<NvmlRunner> runner_;
 
   absl::Mutex mu_;
   Config config_ ABSL_GUARDED_BY(mu_);
   absl::Time stamp_ ABSL_GUARDED_BY(mu_);  // the timestamp label's time
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool changed_ ABSL_GUARDED_BY(mu_) = false;  // SetConfig since last wait
+  std::optional<NodeGpus> node_ ABSL_GUARDED_BY(mu_);  // SetNode's latest
 
   absl::Mutex step_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   std::string written_path_ ABSL_GUARDED_BY(step_mu_);     // last written

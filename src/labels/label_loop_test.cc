@@ -125,5 +125,41 @@ TEST_F(LabelLoopTest, OneshotAndInfiniteKeepTheFile) {
   EXPECT_TRUE(fs::exists(config_.gfd.output_file));
 }
 
+// Beside the daemon: the node handed last is labelled at once, without
+// NVML (the loop has none here, so a discovery would find no GPUs).
+TEST_F(LabelLoopTest, SetNodeLabelsTheHandedNodeAtOnce) {
+  LabelLoop loop(nullptr, config_, Clock());  // interval: an hour
+  std::thread run([&] { loop.Run(); });
+  const fs::path out = config_.gfd.output_file;
+  ASSERT_TRUE(Eventually([&] { return fs::exists(out); }));
+  EXPECT_THAT(Read(out), ::testing::Not(::testing::HasSubstr("gpu.count")));
+
+  NodeGpus node;
+  node.driver_version = "550.54.15";
+  node.cuda_driver_version = 12040;
+  GpuInfo gpu;
+  gpu.uuid = "GPU-1";
+  gpu.name = "Tesla T4";
+  gpu.memory_bytes = 16ull << 30;
+  gpu.cc_major = 7;
+  gpu.cc_minor = 5;
+  node.gpus.push_back(gpu);
+  loop.SetNode(node);
+  EXPECT_TRUE(Eventually([&] {
+    return Read(out).find("nvidia.com/gpu.count=1\n") != std::string::npos;
+  })) << Read(out);
+  ASSERT_TRUE(loop.Step().ok());  // steps keep labelling the handed node
+  EXPECT_THAT(Read(out), ::testing::HasSubstr("nvidia.com/gpu.count=1\n"));
+
+  node.gpus.push_back(gpu);
+  node.gpus.back().uuid = "GPU-2";
+  loop.SetNode(node);
+  EXPECT_TRUE(Eventually([&] {
+    return Read(out).find("nvidia.com/gpu.count=2\n") != std::string::npos;
+  })) << Read(out);
+  loop.Stop();
+  run.join();
+}
+
 }  // namespace
 }  // namespace gdp

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/cord.h"
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "metrics/registry.h"
+#include "util/logging.h"
 
 namespace gdp {
 
@@ -205,6 +207,13 @@ Nvml::Nvml(void* lib, std::string path, std::unique_ptr<NvmlSymbols> fns)
     : lib_(lib), library_path_(std::move(path)), fns_(std::move(fns)) {}
 
 Nvml::~Nvml() {
+  // A runner's worker left behind (a given-up job) may still call in; its
+  // call returns by itself unless it hangs, and then main never destroys
+  // this (util/keep_until_exit.h).
+  if (!gate_.WaitForWorkers(absl::Seconds(10))) {
+    LOG_ERROR("NVML is still in use by a hung call; not shutting it down");
+    return;
+  }
   fns_->nvmlShutdown();
   dlclose(lib_);
 }
@@ -218,8 +227,17 @@ absl::Status Nvml::Check(nvmlReturn_t r, const char* call) const {
   return s;
 }
 
-template <typename Fn, typename... Args>
-absl::Status Nvml::CallOptional(Fn fn, const char* call, Args... args) const {
+template <typename F>
+absl::Status Nvml::Guarded(const char* call, nvmlDevice_t a, nvmlDevice_t b,
+                           F&& f, absl::Duration extra) const {
+  NvmlCallScope scope(gate_, call, a, b, extra);
+  if (!scope.status().ok()) return scope.status();
+  return Check(f(), call);
+}
+
+template <typename Fn, typename Handle, typename... Args>
+absl::Status Nvml::CallOptional(Fn fn, const char* call, Handle handle,
+                                Args... args) const {
   if (fn == nullptr) {
     absl::Status s(
         absl::StatusCode::kUnimplemented,
@@ -228,7 +246,10 @@ absl::Status Nvml::CallOptional(Fn fn, const char* call, Args... args) const {
                                   NVML_ERROR_FUNCTION_NOT_FOUND))));
     return s;
   }
-  return Check(fn(args...), call);
+  // A GPU instance handle is a key of its own, as a device handle is.
+  static_assert(std::is_pointer_v<Handle>);
+  return Guarded(call, reinterpret_cast<nvmlDevice_t>(handle), nullptr,
+                 [&] { return fn(handle, args...); });
 }
 
 absl::StatusOr<std::string> Nvml::DeviceString(Fn_nvmlDeviceGetName fn,
@@ -236,7 +257,8 @@ absl::StatusOr<std::string> Nvml::DeviceString(Fn_nvmlDeviceGetName fn,
                                                unsigned size,
                                                const char* call) const {
   std::string buf(size, '\0');
-  absl::Status s = Check(fn(device, buf.data(), size), call);
+  absl::Status s = Guarded(call, device, nullptr,
+                           [&] { return fn(device, buf.data(), size); });
   if (!s.ok()) return s;
   buf.resize(buf.find('\0'));
   return buf;
@@ -244,9 +266,10 @@ absl::StatusOr<std::string> Nvml::DeviceString(Fn_nvmlDeviceGetName fn,
 
 absl::StatusOr<std::string> Nvml::DriverVersion() const {
   std::string buf(NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE, '\0');
-  absl::Status s = Check(fns_->nvmlSystemGetDriverVersion(
-                             buf.data(), static_cast<unsigned>(buf.size())),
-                         "nvmlSystemGetDriverVersion");
+  absl::Status s = Guarded("nvmlSystemGetDriverVersion", nullptr, nullptr, [&] {
+    return fns_->nvmlSystemGetDriverVersion(buf.data(),
+                                            static_cast<unsigned>(buf.size()));
+  });
   if (!s.ok()) return s;
   buf.resize(buf.find('\0'));
   return buf;
@@ -254,24 +277,26 @@ absl::StatusOr<std::string> Nvml::DriverVersion() const {
 
 absl::StatusOr<int> Nvml::CudaDriverVersion() const {
   int v = 0;
-  absl::Status s = Check(fns_->nvmlSystemGetCudaDriverVersion_v2(&v),
-                         "nvmlSystemGetCudaDriverVersion_v2");
+  absl::Status s =
+      Guarded("nvmlSystemGetCudaDriverVersion_v2", nullptr, nullptr,
+              [&] { return fns_->nvmlSystemGetCudaDriverVersion_v2(&v); });
   if (!s.ok()) return s;
   return v;
 }
 
 absl::StatusOr<unsigned> Nvml::DeviceCount() const {
   unsigned n = 0;
-  absl::Status s =
-      Check(fns_->nvmlDeviceGetCount_v2(&n), "nvmlDeviceGetCount_v2");
+  absl::Status s = Guarded("nvmlDeviceGetCount_v2", nullptr, nullptr,
+                           [&] { return fns_->nvmlDeviceGetCount_v2(&n); });
   if (!s.ok()) return s;
   return n;
 }
 
 absl::StatusOr<nvmlDevice_t> Nvml::DeviceByIndex(unsigned index) const {
   nvmlDevice_t d = nullptr;
-  absl::Status s = Check(fns_->nvmlDeviceGetHandleByIndex_v2(index, &d),
-                         "nvmlDeviceGetHandleByIndex_v2");
+  absl::Status s =
+      Guarded("nvmlDeviceGetHandleByIndex_v2", nullptr, nullptr,
+              [&] { return fns_->nvmlDeviceGetHandleByIndex_v2(index, &d); });
   if (!s.ok()) return s;
   return d;
 }
@@ -282,14 +307,18 @@ absl::StatusOr<std::string> Nvml::Name(nvmlDevice_t device) const {
 }
 
 absl::StatusOr<std::string> Nvml::Uuid(nvmlDevice_t device) const {
-  return DeviceString(fns_->nvmlDeviceGetUUID, device,
-                      NVML_DEVICE_UUID_V2_BUFFER_SIZE, "nvmlDeviceGetUUID");
+  absl::StatusOr<std::string> uuid =
+      DeviceString(fns_->nvmlDeviceGetUUID, device,
+                   NVML_DEVICE_UUID_V2_BUFFER_SIZE, "nvmlDeviceGetUUID");
+  if (uuid.ok()) gate_.Name(device, *uuid);
+  return uuid;
 }
 
 absl::StatusOr<unsigned> Nvml::MinorNumber(nvmlDevice_t device) const {
   unsigned minor = 0;
-  absl::Status s = Check(fns_->nvmlDeviceGetMinorNumber(device, &minor),
-                         "nvmlDeviceGetMinorNumber");
+  absl::Status s = Guarded("nvmlDeviceGetMinorNumber", device, nullptr, [&] {
+    return fns_->nvmlDeviceGetMinorNumber(device, &minor);
+  });
   if (!s.ok()) return s;
   return minor;
 }
@@ -324,17 +353,24 @@ absl::StatusOr<NvmlNvLinkPeer> Nvml::NvLinkPeer(nvmlDevice_t device,
 absl::StatusOr<nvmlGpuTopologyLevel_t> Nvml::CommonAncestor(
     nvmlDevice_t a, nvmlDevice_t b) const {
   nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
-  absl::Status s =
-      CallOptional(fns_->nvmlDeviceGetTopologyCommonAncestor,
-                   "nvmlDeviceGetTopologyCommonAncestor", a, b, &level);
+  absl::Status s;
+  if (fns_->nvmlDeviceGetTopologyCommonAncestor == nullptr) {
+    s = CallOptional(fns_->nvmlDeviceGetTopologyCommonAncestor,
+                     "nvmlDeviceGetTopologyCommonAncestor", a, b, &level);
+  } else {
+    s = Guarded("nvmlDeviceGetTopologyCommonAncestor", a, b, [&] {
+      return fns_->nvmlDeviceGetTopologyCommonAncestor(a, b, &level);
+    });
+  }
   if (!s.ok()) return s;
   return level;
 }
 
 absl::StatusOr<NvmlPci> Nvml::PciInfo(nvmlDevice_t device) const {
   nvmlPciInfo_t pci{};
-  absl::Status s = Check(fns_->nvmlDeviceGetPciInfo_v3(device, &pci),
-                         "nvmlDeviceGetPciInfo_v3");
+  absl::Status s = Guarded("nvmlDeviceGetPciInfo_v3", device, nullptr, [&] {
+    return fns_->nvmlDeviceGetPciInfo_v3(device, &pci);
+  });
   if (!s.ok()) return s;
   return NvmlPci{pci.domain, pci.bus, pci.device, pci.pciDeviceId};
 }
@@ -359,8 +395,9 @@ absl::StatusOr<nvmlDeviceArchitecture_t> Nvml::Architecture(
 absl::StatusOr<unsigned long long> Nvml::MemoryTotal(
     nvmlDevice_t device) const {
   nvmlMemory_t mem{};
-  absl::Status s = Check(fns_->nvmlDeviceGetMemoryInfo(device, &mem),
-                         "nvmlDeviceGetMemoryInfo");
+  absl::Status s = Guarded("nvmlDeviceGetMemoryInfo", device, nullptr, [&] {
+    return fns_->nvmlDeviceGetMemoryInfo(device, &mem);
+  });
   if (!s.ok()) return s;
   return mem.total;
 }
@@ -369,16 +406,18 @@ absl::StatusOr<std::pair<int, int>> Nvml::ComputeCapability(
     nvmlDevice_t device) const {
   int major = 0, minor = 0;
   absl::Status s =
-      Check(fns_->nvmlDeviceGetCudaComputeCapability(device, &major, &minor),
-            "nvmlDeviceGetCudaComputeCapability");
+      Guarded("nvmlDeviceGetCudaComputeCapability", device, nullptr, [&] {
+        return fns_->nvmlDeviceGetCudaComputeCapability(device, &major, &minor);
+      });
   if (!s.ok()) return s;
   return std::pair{major, minor};
 }
 
 absl::StatusOr<nvmlDevice_t> Nvml::DeviceByUuid(const std::string& uuid) const {
   nvmlDevice_t d = nullptr;
-  absl::Status s = Check(fns_->nvmlDeviceGetHandleByUUID(uuid.c_str(), &d),
-                         "nvmlDeviceGetHandleByUUID");
+  absl::Status s = Guarded("nvmlDeviceGetHandleByUUID", nullptr, nullptr, [&] {
+    return fns_->nvmlDeviceGetHandleByUUID(uuid.c_str(), &d);
+  });
   if (!s.ok()) return s;
   return d;
 }
@@ -386,8 +425,9 @@ absl::StatusOr<nvmlDevice_t> Nvml::DeviceByUuid(const std::string& uuid) const {
 absl::StatusOr<unsigned long long> Nvml::SupportedEventTypes(
     nvmlDevice_t device) const {
   unsigned long long types = 0;
-  absl::Status s = Check(fns_->nvmlDeviceGetSupportedEventTypes(device, &types),
-                         "nvmlDeviceGetSupportedEventTypes");
+  absl::Status s = Guarded(
+      "nvmlDeviceGetSupportedEventTypes", device, nullptr,
+      [&] { return fns_->nvmlDeviceGetSupportedEventTypes(device, &types); });
   if (!s.ok()) return s;
   return types;
 }
@@ -404,17 +444,23 @@ absl::StatusOr<std::unique_ptr<NvmlEventSet>> Nvml::CreateEventSet() const {
     return s;
   }
   nvmlEventSet_t set = nullptr;
-  absl::Status s = Check(fns_->nvmlEventSetCreate(&set), "nvmlEventSetCreate");
+  absl::Status s = Guarded("nvmlEventSetCreate", nullptr, nullptr,
+                           [&] { return fns_->nvmlEventSetCreate(&set); });
   if (!s.ok()) return s;
   return std::unique_ptr<NvmlEventSet>(new NvmlEventSet(*this, set));
 }
 
-NvmlEventSet::~NvmlEventSet() { (void)nvml_.fns_->nvmlEventSetFree(set_); }
+NvmlEventSet::~NvmlEventSet() {
+  // Not freed while NVML hangs for it: leaked rather than blocking.
+  (void)nvml_.Guarded("nvmlEventSetFree", nullptr, nullptr,
+                      [&] { return nvml_.fns_->nvmlEventSetFree(set_); });
+}
 
 absl::Status NvmlEventSet::Register(nvmlDevice_t device,
                                     unsigned long long types) {
-  return nvml_.Check(nvml_.fns_->nvmlDeviceRegisterEvents(device, types, set_),
-                     "nvmlDeviceRegisterEvents");
+  return nvml_.Guarded("nvmlDeviceRegisterEvents", device, nullptr, [&] {
+    return nvml_.fns_->nvmlDeviceRegisterEvents(device, types, set_);
+  });
 }
 
 absl::StatusOr<NvmlEvent> NvmlEventSet::Wait(absl::Duration timeout) {
@@ -424,14 +470,23 @@ absl::StatusOr<NvmlEvent> NvmlEventSet::Wait(absl::Duration timeout) {
   data.gpuInstanceId = kNvmlAllInstances;
   data.computeInstanceId = kNvmlAllInstances;
   const NvmlSymbols& fns = *nvml_.fns_;
-  absl::Status s =
-      fns.nvmlEventSetWait_v2 != nullptr
-          ? nvml_.Check(
-                fns.nvmlEventSetWait_v2(set_, &data, static_cast<unsigned>(ms)),
-                "nvmlEventSetWait_v2")
-          : nvml_.Check(
-                fns.nvmlEventSetWait(set_, &data, static_cast<unsigned>(ms)),
-                "nvmlEventSetWait");
+  // The call's deadline counts from the end of its own timeout.
+  const absl::Duration extra = absl::Milliseconds(ms);
+  absl::Status s = fns.nvmlEventSetWait_v2 != nullptr
+                       ? nvml_.Guarded(
+                             "nvmlEventSetWait_v2", nullptr, nullptr,
+                             [&] {
+                               return fns.nvmlEventSetWait_v2(
+                                   set_, &data, static_cast<unsigned>(ms));
+                             },
+                             extra)
+                       : nvml_.Guarded(
+                             "nvmlEventSetWait", nullptr, nullptr,
+                             [&] {
+                               return fns.nvmlEventSetWait(
+                                   set_, &data, static_cast<unsigned>(ms));
+                             },
+                             extra);
   if (!s.ok()) return s;
   return NvmlEvent{data.device, data.eventType, data.eventData,
                    data.gpuInstanceId, data.computeInstanceId};

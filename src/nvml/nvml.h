@@ -6,10 +6,12 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "nvml/deadline.h"
 #include "nvml/nvml_api.h"
 
 namespace gdp {
@@ -101,6 +103,15 @@ class Nvml {
 
   // Path the library was loaded from (or its soname when found by search).
   const std::string& library_path() const { return library_path_; }
+
+  // Deadlines (nvml/deadline.h). Calls made inside an NvmlRunner job get
+  // `d` each (zero, the default: none). Set once, before any job runs.
+  void set_call_deadline(absl::Duration d) { gate_.set_deadline(d); }
+  // The calls hung now (past their deadline and not returned), oldest
+  // first. Thread-safe.
+  std::vector<NvmlHang> Hangs() const { return gate_.Hangs(); }
+  // For NvmlRunner.
+  NvmlCallGate& gate() const { return gate_; }
 
   // Thread-safety: NVML is thread-safe, and so are these. Each returns the
   // NVML error as a Status naming the call (see NvmlCode), and counts it
@@ -196,10 +207,17 @@ class Nvml {
   friend class NvmlEventSet;
   Nvml(void* lib, std::string path, std::unique_ptr<NvmlSymbols> fns);
   absl::Status Check(nvmlReturn_t r, const char* call) const;
-  // Check(fn(args...), call), or Unimplemented when the optional entry
-  // point `fn` was not found.
-  template <typename Fn, typename... Args>
-  absl::Status CallOptional(Fn fn, const char* call, Args... args) const;
+  // Check(f(), call) when the gate lets the call through (see
+  // NvmlCallGate::Enter: `a` and `b` are the handles it takes), else the
+  // gate's error.
+  template <typename F>
+  absl::Status Guarded(const char* call, nvmlDevice_t a, nvmlDevice_t b, F&& f,
+                       absl::Duration extra = absl::ZeroDuration()) const;
+  // Guarded(call, handle, fn(handle, args...)), or Unimplemented when the
+  // optional entry point `fn` was not found.
+  template <typename Fn, typename Handle, typename... Args>
+  absl::Status CallOptional(Fn fn, const char* call, Handle handle,
+                            Args... args) const;
   // Reads a device string attribute into a buffer of NVML's documented size.
   absl::StatusOr<std::string> DeviceString(Fn_nvmlDeviceGetName fn,
                                            nvmlDevice_t device, unsigned size,
@@ -208,6 +226,7 @@ class Nvml {
   void* lib_;
   std::string library_path_;
   std::unique_ptr<NvmlSymbols> fns_;
+  mutable NvmlCallGate gate_;
 };
 
 // The NVML return code a Status from Nvml carries, NVML_SUCCESS for OK, and

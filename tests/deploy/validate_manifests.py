@@ -62,6 +62,7 @@ DEVICE_PLUGINS_DIR = "/var/lib/kubelet/device-plugins"
 CDI_DIR = "/var/run/cdi"
 NFD_DIR = "/etc/kubernetes/node-feature-discovery/features.d"
 DMI_PRODUCT_NAME = "/sys/class/dmi/id/product_name"
+STATE_DIR = "/var/lib/gpu-device-plugin"
 
 # kustomize v5 warns about bases: and patchesStrategicMerge:, the only forms
 # kustomize v2.0.3 (kubectl 1.20) understands; those warnings are expected.
@@ -164,6 +165,12 @@ def check_plugin(ds, rendered, expect, problems):
       posixpath.join(NFD_DIR, "gfd")
   check_host_mount(c, volumes, NFD_DIR, posixpath.dirname(output), True,
                    where, problems)
+  # The health state file outlives the container only on the host (an
+  # empty --state-dir keeps none).
+  state = setting(c, "--state-dir", "STATE_DIR")
+  state = STATE_DIR if state is None else state
+  if state:
+    check_host_mount(c, volumes, STATE_DIR, state, True, where, problems)
 
   # Security.
   sc = c.get("securityContext") or {}

@@ -96,6 +96,14 @@ CASES = [
      "metadata.namespace: 'default', expected kube-system"),
     ("unexpected labels", lambda d: container(d)["args"].append("--labels"),
      "--labels is True, expected False"),
+    ("no state mount", lambda d: container(d)["volumeMounts"].pop(4),
+     "nothing mounts the host's /var/lib/gpu-device-plugin at "
+     "/var/lib/gpu-device-plugin"),
+    ("state elsewhere", lambda d: container(d)["args"].append(
+        "--state-dir=/tmp/state"),
+     "nothing mounts the host's /var/lib/gpu-device-plugin at /tmp/state"),
+    ("state read-only", lambda d: container(d)["volumeMounts"][4].update(
+        readOnly=True), "/var/lib/gpu-device-plugin must be writable"),
 ]
 
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -83,6 +84,13 @@ class E2ETest : public ::testing::Test {
                                      (dir_ / "root" / "sys").string(),
                                      "--dev-root",
                                      (dir_ / "root").string()};
+    // Health state stays in the test's directory, never in the host's
+    // /var/lib/gpu-device-plugin.
+    if (std::none_of(args.begin(), args.end(), [](const std::string& a) {
+          return a.rfind("--state-dir", 0) == 0;
+        })) {
+      argv.insert(argv.end(), {"--state-dir", StateDir()});
+    }
     argv.insert(argv.end(), args.begin(), args.end());
     plugin_ = std::make_unique<Subprocess>(
         SpawnOptions{.argv = argv,
@@ -126,6 +134,9 @@ class E2ETest : public ::testing::Test {
         },
         timeout);
   }
+
+  // Where the plugin keeps its health state unless a test says otherwise.
+  std::string StateDir() { return (dir_ / "state").string(); }
 
   // The fake NVML's control file (fault injection) for the plugin.
   std::string ControlFile() { return (dir_ / "control").string(); }

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 
 #include <map>
@@ -178,6 +179,65 @@ TEST_F(MetricsTest, CountsAScriptedRun) {
               "method=allocate," +
               r + "}"],
             3);
+}
+
+// A sick GPU can make an NVML call hang. Past --nvml-timeout the GPU is
+// unhealthy with the call named, /healthz fails naming it, and Allocate,
+// ListAndWatch and the other GPUs keep working; when the call returns, all
+// is well again.
+TEST_F(MetricsTest, HungGpuIsUnhealthyAndNamedUntilItsCallReturns) {
+  json first = StartAndList(Args({"--nvml-timeout=1s"}));
+  ASSERT_EQ(first["devices"].size(), 8u) << plugin_->Stderr();
+  Control("hang 3");
+  json hung = NextEventWhere(*kubelet_, [](const json& e) {
+    return e.value("event", "") == "devices" && e.value("healthy", -1) == 7;
+  });
+  ASSERT_FALSE(hung.is_null()) << plugin_->Stderr();
+  EXPECT_EQ(hung["devices"][3]["health"], "Unhealthy");
+  Scraped health = WaitFor("/healthz", 503);
+  EXPECT_THAT(health.body, HasSubstr("did not return in 1s"));
+  EXPECT_THAT(plugin_->Stderr(), HasSubstr("did not return in 1s (GPU-"));
+  // The kubelet side still works.
+  json allocated = AllocateFor("nvidia.com/gpu", 2, "pod-a");
+  EXPECT_EQ(allocated.value("event", ""), "allocate") << allocated.dump();
+  std::map<std::string, double> m = Scrape();
+  double hangs = 0;
+  for (const auto& [k, v] : m) {
+    if (k.rfind("gpu_device_plugin_nvml_hangs_total", 0) == 0) hangs += v;
+  }
+  EXPECT_GE(hangs, 1);
+
+  Control("recover");
+  json back = NextEventWhere(*kubelet_, [](const json& e) {
+    return e.value("event", "") == "devices" && e.value("healthy", -1) == 8;
+  });
+  ASSERT_FALSE(back.is_null()) << plugin_->Stderr() << kubelet_->Stderr();
+  EXPECT_EQ(WaitFor("/healthz", 200).status, 200) << plugin_->Stderr();
+}
+
+// NVML hanging as a whole (every call blocks): every device unhealthy,
+// /healthz fails, a reload is refused in bounded time, and SIGTERM still
+// ends the plugin at once with exit code 0.
+TEST_F(MetricsTest, NvmlHangingAsAWholeStillStopsOnSigterm) {
+  StartAndList(Args({"--nvml-timeout=1s"}));
+  Control("hang-all");
+  json none = NextEventWhere(*kubelet_, [](const json& e) {
+    return e.value("event", "") == "devices" && e.value("healthy", -1) == 0;
+  });
+  ASSERT_FALSE(none.is_null()) << plugin_->Stderr();
+  Scraped health = WaitFor("/healthz", 503);
+  EXPECT_THAT(health.body, HasSubstr("did not return in 1s"));
+  plugin_->Signal(SIGHUP);  // discovery hangs: refused after the deadline
+  const absl::Time limit = absl::Now() + kTimeout;
+  while (plugin_->Stderr().find("Config reload refused") == std::string::npos &&
+         absl::Now() < limit) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_THAT(plugin_->Stderr(), HasSubstr("Config reload refused"));
+  const absl::Time start = absl::Now();
+  plugin_->Signal(SIGTERM);
+  EXPECT_EQ(plugin_->Wait(absl::Seconds(5)), 0) << plugin_->Stderr();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
 }
 
 TEST_F(MetricsTest, HealthzFollowsTheKubeletAndNvml) {

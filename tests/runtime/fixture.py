@@ -214,7 +214,8 @@ class RuntimeTest(unittest.TestCase):
                FAKE_NVML_MACHINE=machine_file(machine))
     argv = [PLUGIN, "--kubelet-socket", self.path("kp", "kubelet.sock"),
             "--sysfs-root", os.path.join(root, "sys"), "--dev-root", root,
-            "--proc-root", os.path.join(root, "proc")] + list(args)
+            "--proc-root", os.path.join(root, "proc"),
+            "--state-dir", self.path("state")] + list(args)
     plugin = Process(argv, self.path("plugin.err"), env=env)
     self.processes.append(plugin)
     return plugin

@@ -1,0 +1,219 @@
+#include "cmd/gpu_layout.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+namespace gdp {
+namespace {
+
+using ::testing::ElementsAreArray;
+
+MigInfo Mig(unsigned index, const std::string& uuid, const std::string& profile,
+            unsigned gi) {
+  MigInfo m;
+  m.index = index;
+  m.uuid = uuid;
+  m.profile = profile;
+  m.gi = gi;
+  m.memory_bytes = 10ull << 30;
+  return m;
+}
+
+// Two GPUs: GPU-A with MIG (two MIG devices), GPU-B without.
+NodeGpus Base() {
+  NodeGpus n;
+  n.driver_version = "550.54.15";
+  n.cuda_driver_version = 12040;
+  GpuInfo a;
+  a.index = 0;
+  a.uuid = "GPU-A";
+  a.name = "NVIDIA H100 80GB HBM3";
+  a.minor = 0;
+  a.pci_bus_id = "0000:18:00.0";
+  a.memory_bytes = 80ull << 30;
+  a.numa_node = 0;
+  a.mig_capable = true;
+  a.mig_enabled = true;
+  a.migs = {Mig(0, "MIG-1", "3g.40gb", 2), Mig(1, "MIG-2", "1g.10gb", 9)};
+  GpuInfo b = a;
+  b.index = 1;
+  b.uuid = "GPU-B";
+  b.minor = 1;
+  b.pci_bus_id = "0000:2a:00.0";
+  b.mig_enabled = false;
+  b.migs.clear();
+  n.gpus = {a, b};
+  return n;
+}
+
+TEST(LayoutChangesTest, Table) {
+  struct Case {
+    const char* name;
+    std::function<void(NodeGpus&)> change;  // applied to a copy of Base()
+    std::vector<std::string> want;
+  };
+  const Case cases[] = {
+      {"same", [](NodeGpus&) {}, {}},
+      {"memory, NUMA, CUDA and brand are not layout",
+       [](NodeGpus& n) {
+         n.cuda_driver_version = 12050;
+         n.gpus[0].memory_bytes = 1;
+         n.gpus[0].numa_node = 1;
+         n.gpus[1].brand = "Nvidia";
+         n.gpus[0].migs[0].memory_bytes = 1;
+         n.gpus[0].migs[0].multiprocessors = 3;
+       },
+       {}},
+      {"unusable GPUs count only by their absence",
+       [](NodeGpus& n) { n.unusable.push_back(absl::UnknownError("GPU 3")); },
+       {}},
+      {"MIG devices of a GPU without MIG are not served",
+       [](NodeGpus& n) { n.gpus[1].migs = {Mig(0, "MIG-9", "7g.80gb", 0)}; },
+       {}},
+      {"GPU gone",
+       [](NodeGpus& n) { n.gpus.pop_back(); },
+       {"GPU GPU-B is gone"}},
+      {"GPU appeared",
+       [](NodeGpus& n) {
+         n.gpus.push_back(n.gpus[1]);
+         n.gpus.back().uuid = "GPU-C";
+         n.gpus.back().index = 2;
+       },
+       {"GPU GPU-C appeared"}},
+      {"GPU replaced at the same index",
+       [](NodeGpus& n) { n.gpus[1].uuid = "GPU-D"; },
+       {"GPU GPU-B is gone", "GPU GPU-D appeared"}},
+      {"driver version",
+       [](NodeGpus& n) { n.driver_version = "560.28.03"; },
+       {"driver version 550.54.15 -> 560.28.03"}},
+      {"index, minor, bus id and name",
+       [](NodeGpus& n) {
+         n.gpus[1].index = 5;
+         n.gpus[1].minor = 6;
+         n.gpus[1].pci_bus_id = "0000:3a:00.0";
+         n.gpus[1].name = "NVIDIA H200";
+       },
+       {"GPU GPU-B: index 1 -> 5", "GPU GPU-B: minor 1 -> 6",
+        "GPU GPU-B: PCI bus id 0000:2a:00.0 -> 0000:3a:00.0",
+        "GPU GPU-B: name NVIDIA H100 80GB HBM3 -> NVIDIA H200"}},
+      {"MIG enabled with devices",
+       [](NodeGpus& n) {
+         n.gpus[1].mig_enabled = true;
+         n.gpus[1].migs = {Mig(0, "MIG-3", "7g.80gb", 0)};
+       },
+       {"GPU GPU-B: MIG enabled",
+        "GPU GPU-B: MIG device MIG-3 (7g.80gb) appeared"}},
+      {"MIG enabled without devices yet",
+       [](NodeGpus& n) { n.gpus[1].mig_enabled = true; },
+       {"GPU GPU-B: MIG enabled"}},
+      {"MIG disabled",
+       [](NodeGpus& n) {
+         n.gpus[0].mig_enabled = false;
+         n.gpus[0].migs.clear();
+       },
+       {"GPU GPU-A: MIG disabled",
+        "GPU GPU-A: MIG device MIG-1 (3g.40gb) is gone",
+        "GPU GPU-A: MIG device MIG-2 (1g.10gb) is gone"}},
+      {"MIG device destroyed and another created",
+       [](NodeGpus& n) { n.gpus[0].migs[1] = Mig(1, "MIG-4", "2g.20gb", 3); },
+       {"GPU GPU-A: MIG device MIG-2 (1g.10gb) is gone",
+        "GPU GPU-A: MIG device MIG-4 (2g.20gb) appeared"}},
+      {"MIG device's profile, index and instances",
+       [](NodeGpus& n) {
+         MigInfo& m = n.gpus[0].migs[1];
+         m.profile = "1c.2g.20gb";
+         m.index = 4;
+         m.gi = 5;
+         m.ci = 1;
+       },
+       {"GPU GPU-A: MIG device MIG-2: profile 1g.10gb -> 1c.2g.20gb",
+        "GPU GPU-A: MIG device MIG-2: index 1 -> 4",
+        "GPU GPU-A: MIG device MIG-2: GPU instance 9 -> 5",
+        "GPU GPU-A: MIG device MIG-2: compute instance 0 -> 1"}},
+      {"every GPU gone",
+       [](NodeGpus& n) { n.gpus.clear(); },
+       {"GPU GPU-A is gone", "GPU GPU-B is gone"}},
+  };
+  for (const Case& c : cases) {
+    NodeGpus after = Base();
+    c.change(after);
+    EXPECT_THAT(LayoutChanges(Base(), after), ElementsAreArray(c.want))
+        << c.name;
+  }
+}
+
+TEST(LayoutChangesTest, EmptyNodes) {
+  EXPECT_TRUE(LayoutChanges(NodeGpus{}, NodeGpus{}).empty());
+  EXPECT_THAT(LayoutChanges(NodeGpus{}, Base()),
+              ElementsAreArray({"driver version  -> 550.54.15",
+                                "GPU GPU-A appeared", "GPU GPU-B appeared"}));
+}
+
+std::vector<std::string> Uuids(const NodeGpus& n) {
+  std::vector<std::string> out;
+  for (const GpuInfo& g : n.gpus) {
+    out.push_back(g.uuid);
+    for (const MigInfo& m : g.migs) out.push_back(g.uuid + "/" + m.uuid);
+  }
+  return out;
+}
+
+TEST(KeepUndescribedTest, Table) {
+  const absl::Status kLost = absl::UnavailableError("GPU 1: GPU is lost");
+  struct Case {
+    const char* name;
+    std::function<void(NodeGpus&)> change;  // applied to a copy of Base()
+    std::vector<std::string> want;
+  };
+  const Case cases[] = {
+      {"all described: as found",
+       [](NodeGpus& n) {
+         n.gpus.erase(n.gpus.begin());
+         n.gpus.front().mig_enabled = true;
+         n.gpus.front().migs = {Mig(0, "MIG-3", "7g.80gb", 0)};
+       },
+       {"GPU-B", "GPU-B/MIG-3"}},
+      {"a GPU left out stays, in index order",
+       [&](NodeGpus& n) {
+         n.gpus.erase(n.gpus.begin());
+         n.unusable = {kLost};
+       },
+       {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-B"}},
+      {"a MIG device left out stays",
+       [&](NodeGpus& n) {
+         n.gpus[0].migs.erase(n.gpus[0].migs.begin());
+         n.unusable = {kLost};
+       },
+       {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-B"}},
+      {"additions are followed",
+       [&](NodeGpus& n) {
+         n.gpus[0].migs.erase(n.gpus[0].migs.begin());
+         n.gpus[0].migs.push_back(Mig(2, "MIG-5", "1g.10gb", 10));
+         n.gpus.push_back(n.gpus[1]);
+         n.gpus.back().uuid = "GPU-C";
+         n.gpus.back().index = 2;
+         n.unusable = {kLost};
+       },
+       {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-A/MIG-5", "GPU-B",
+        "GPU-C"}},
+      {"a MIG mode change is followed",
+       [&](NodeGpus& n) {
+         n.gpus[0].mig_enabled = false;
+         n.gpus[0].migs.clear();
+         n.unusable = {kLost};
+       },
+       {"GPU-A", "GPU-B"}},
+  };
+  for (const Case& c : cases) {
+    NodeGpus found = Base();
+    c.change(found);
+    NodeGpus got = KeepUndescribed(Base(), found);
+    EXPECT_THAT(Uuids(got), ElementsAreArray(c.want)) << c.name;
+    EXPECT_EQ(got.unusable.size(), found.unusable.size()) << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace gdp

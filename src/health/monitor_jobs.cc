@@ -1,0 +1,54 @@
+#include "health/monitor_jobs.h"
+
+#include <utility>
+
+namespace gdp {
+
+Registration RegisterOn(const Nvml& nvml, NvmlEventSet& set,
+                        const std::string& uuid) {
+  Registration r;
+  absl::StatusOr<nvmlDevice_t> handle = nvml.DeviceByUuid(uuid);
+  absl::StatusOr<unsigned long long> supported =
+      handle.ok() ? nvml.SupportedEventTypes(*handle) : handle.status();
+  r.status = supported.status();
+  if (!supported.ok()) return r;
+  r.handle = *handle;
+  r.types = *supported & kHealthEventTypes;
+  if (r.types != 0) r.status = set.Register(*handle, r.types);
+  return r;
+}
+
+std::vector<SweepAnswer> SweepAll(const Nvml& nvml,
+                                  const std::vector<WatchedGpu>& gpus) {
+  std::vector<SweepAnswer> out;
+  for (const WatchedGpu& g : gpus) {
+    SweepAnswer a{Probe(nvml, ProbeTarget{g.ref}), {}};
+    if (a.gpu.result == ProbeResult::kPass && !g.migs.empty()) {
+      a.migs = ProbeMigDevices(nvml, g.ref, g.migs);
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+WaitAnswer WaitOn(NvmlEventSet& set, absl::Duration wait, const Nvml& nvml,
+                  const std::vector<WatchedGpu>& sweep) {
+  WaitAnswer a;
+  absl::StatusOr<NvmlEvent> event = set.Wait(wait);
+  while (event.ok()) {
+    a.events.push_back(*event);
+    if (a.events.size() == kMaxWaitEvents) {
+      a.more = true;
+      return a;
+    }
+    event = set.Wait(absl::ZeroDuration());
+  }
+  a.status = event.status();
+  if (a.events.empty() && !sweep.empty() &&
+      NvmlCode(a.status) == NVML_ERROR_TIMEOUT) {
+    a.sweep = SweepAll(nvml, sweep);
+  }
+  return a;
+}
+
+}  // namespace gdp

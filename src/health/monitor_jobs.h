@@ -1,0 +1,63 @@
+// The NVML work of the health monitor, as the jobs it hands to its
+// NvmlRunner: plain functions of NVML, so that what a job touches is only
+// what it is given (a job may outlive its caller, see nvml/runner.h).
+#ifndef GDP_HEALTH_MONITOR_JOBS_H_
+#define GDP_HEALTH_MONITOR_JOBS_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "health/monitor.h"
+#include "health/probe.h"
+#include "nvml/nvml.h"
+
+namespace gdp {
+
+// What registering a GPU on an event set found.
+struct Registration {
+  nvmlDevice_t handle = nullptr;  // null if it was not found
+  unsigned long long types = 0;   // the supported kHealthEventTypes
+  absl::Status status;            // of the lookup, the query or Register
+};
+
+// Looks GPU `uuid` up and registers it on `set` for the kHealthEventTypes
+// it supports (none: nothing registered, OK).
+Registration RegisterOn(const Nvml& nvml, NvmlEventSet& set,
+                        const std::string& uuid);
+
+// What a sweep found for one GPU: its probe, and for one that answers, the
+// probes of its MIG devices (ProbeMigDevices, in the order of its migs).
+struct SweepAnswer {
+  ProbeOutcome gpu;
+  std::vector<ProbeOutcome> migs;
+};
+
+// Probes every GPU of `gpus`, in order.
+std::vector<SweepAnswer> SweepAll(const Nvml& nvml,
+                                  const std::vector<WatchedGpu>& gpus);
+
+// Events from one wait and whatever else had arrived, and the status that
+// ended it (NVML_ERROR_TIMEOUT when no more came).
+struct WaitAnswer {
+  std::vector<NvmlEvent> events;
+  absl::Status status;  // OK when `more`
+  bool more = false;    // stopped at kMaxWaitEvents: more may be waiting
+  // The sweep made after a wait that saw no event, when one was asked for.
+  std::optional<std::vector<SweepAnswer>> sweep;
+};
+
+// The most events one WaitOn returns (an event storm is taken in parts).
+inline constexpr size_t kMaxWaitEvents = 1024;
+
+// Waits up to `wait` on `set`, then takes what else has arrived without
+// waiting. If the wait saw no event and `sweep` is not empty, then sweeps
+// those GPUs (SweepAll).
+WaitAnswer WaitOn(NvmlEventSet& set, absl::Duration wait, const Nvml& nvml,
+                  const std::vector<WatchedGpu>& sweep);
+
+}  // namespace gdp
+
+#endif  // GDP_HEALTH_MONITOR_JOBS_H_

@@ -1,0 +1,282 @@
+#include "health/state_file.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gdp {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using json = nlohmann::json;
+
+constexpr char kPath[] = "/state/health-state.json";
+
+// A state with every kind of unit.
+HealthState Sample() {
+  const absl::Time t0 = absl::FromUnixNanos(1700000000123456789);
+  HealthState s;
+  s.boot_id = "0f1e2d3c-boot";
+  SavedUnit reset;
+  reset.state = SavedUnitState::kNeedsReset;
+  reset.reason = "XID 48 (ECC); unhealthy until the GPU is reset";
+  reset.cause = {HealthCause::Kind::kXid, 48};
+  reset.since = t0;
+  reset.failures = {t0};
+  SavedUnit mig;
+  mig.gi = 2;
+  mig.ci = 0;
+  mig.state = SavedUnitState::kRecoverable;
+  mig.reason = "MIG device does not answer NVML (Unknown Error)";
+  mig.cause = {HealthCause::Kind::kNvml, 0};
+  mig.since = t0 - absl::Seconds(90);
+  mig.quiet = absl::Minutes(2);
+  mig.probe_at = t0 + absl::Seconds(30);
+  mig.probe_error = "nvmlDeviceGetMemoryInfo: Unknown Error";
+  mig.failures = {t0 - absl::Minutes(5), t0 - absl::Seconds(90)};
+  s.gpus["GPU-aaaa"] = SavedGpu{.index = 3, .units = {mig, reset}};
+  SavedUnit lost;
+  lost.state = SavedUnitState::kLost;
+  lost.reason = "GPU lost (GPU is lost); unhealthy until it answers again";
+  lost.cause = {HealthCause::Kind::kLost, 0};
+  lost.since = absl::FromUnixSeconds(1700000100);
+  lost.failures = {lost.since};
+  s.gpus["GPU-bbbb"] = SavedGpu{.index = 0, .units = {lost}};
+  SavedUnit flapped;
+  flapped.state = SavedUnitState::kRecoverable;
+  flapped.reason = "reset (...) after its 2nd failure in 10m";
+  flapped.cause = {HealthCause::Kind::kFlapping, 0};
+  flapped.since = t0;
+  flapped.quiet = absl::Seconds(90) + absl::Milliseconds(250);
+  flapped.probe_at = t0 + flapped.quiet;
+  flapped.failures = {t0 - absl::Minutes(1), t0 - absl::Seconds(1)};
+  s.gpus["GPU-cccc"] = SavedGpu{.index = 1, .units = {flapped}};
+  SavedUnit quiet_again;  // healthy, kept for its failures
+  quiet_again.failures = {absl::Now()};
+  SavedUnit ecc;
+  ecc.state = SavedUnitState::kNeedsReset;
+  ecc.reason = "double-bit ECC error";
+  ecc.cause = {HealthCause::Kind::kEcc, 0};
+  ecc.since = absl::Now();
+  ecc.gi = 1;  // a GPU instance, every compute instance
+  s.gpus["GPU-dddd"] = SavedGpu{.index = 7, .units = {ecc, quiet_again}};
+  return s;
+}
+
+TEST(StateFileTest, RoundTripKeepsEverything) {
+  const HealthState s = Sample();
+  const std::string text = SerializeHealthState(s);
+  absl::StatusOr<HealthState> back = ParseHealthState(text, kPath);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, s);
+  EXPECT_EQ(SerializeHealthState(*back), text);
+  EXPECT_EQ(text.back(), '\n');
+  // Readable: names, not numbers.
+  EXPECT_THAT(text, HasSubstr("\"state\": \"needs-reset\""));
+  EXPECT_THAT(text, HasSubstr("\"cause\": \"xid\""));
+  EXPECT_THAT(text, HasSubstr("\"quietPeriod\": \"2m\""));
+  EXPECT_THAT(text, HasSubstr("\"since\": \"2023-11-14T22:13:20.123456789"));
+}
+
+TEST(StateFileTest, EmptyStateRoundTrips) {
+  HealthState s;
+  s.boot_id = "b";
+  absl::StatusOr<HealthState> back =
+      ParseHealthState(SerializeHealthState(s), kPath);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, s);
+}
+
+TEST(StateFileTest, WholeGpuUnitsNameNoInstance) {
+  json doc = json::parse(SerializeHealthState(Sample()));
+  const json& unit = doc["gpus"][1]["units"][0];  // GPU-bbbb, lost
+  EXPECT_FALSE(unit.contains("gpuInstance"));
+  EXPECT_FALSE(unit.contains("computeInstance"));
+  EXPECT_EQ(doc["gpus"][0]["units"][0]["gpuInstance"], 2);
+  EXPECT_EQ(doc["gpus"][0]["units"][0]["computeInstance"], 0);
+}
+
+struct BadCase {
+  const char* name;
+  std::function<void(json&)> edit;  // of a good document
+  absl::StatusCode code;
+  const char* message;  // after "<path>: "
+};
+
+TEST(StateFileTest, BadDocumentsAreRefusedNamingWhatIsWrong) {
+  const BadCase cases[] = {
+      {"not an object", [](json& j) { j = json::array(); },
+       absl::StatusCode::kDataLoss, "not a JSON object"},
+      {"wrong kind", [](json& j) { j["kind"] = "gpu-device-plugin/other"; },
+       absl::StatusCode::kDataLoss, "kind 'gpu-device-plugin/other' is not"},
+      {"no kind", [](json& j) { j.erase("kind"); }, absl::StatusCode::kDataLoss,
+       "kind: missing"},
+      {"no version", [](json& j) { j.erase("version"); },
+       absl::StatusCode::kDataLoss, "version: missing"},
+      {"version a string", [](json& j) { j["version"] = "1"; },
+       absl::StatusCode::kDataLoss, "version: must be an integer"},
+      {"newer version", [](json& j) { j["version"] = 2; },
+       absl::StatusCode::kFailedPrecondition,
+       "format version 2 is not one this gpu-device-plugin reads (1)"},
+      {"version 0", [](json& j) { j["version"] = 0; },
+       absl::StatusCode::kFailedPrecondition, "format version 0"},
+      {"no boot ID", [](json& j) { j.erase("bootID"); },
+       absl::StatusCode::kDataLoss, "bootID: missing"},
+      {"gpus an object", [](json& j) { j["gpus"] = json::object(); },
+       absl::StatusCode::kDataLoss, "gpus: must be an array"},
+      {"gpu without uuid", [](json& j) { j["gpus"][0].erase("uuid"); },
+       absl::StatusCode::kDataLoss, "gpus[0].uuid: missing"},
+      {"empty uuid", [](json& j) { j["gpus"][0]["uuid"] = ""; },
+       absl::StatusCode::kDataLoss, "gpus[0].uuid: empty"},
+      {"uuid twice", [](json& j) { j["gpus"][1]["uuid"] = "GPU-aaaa"; },
+       absl::StatusCode::kDataLoss, "gpus[1].uuid: GPU-aaaa is listed twice"},
+      {"negative index", [](json& j) { j["gpus"][0]["index"] = -1; },
+       absl::StatusCode::kDataLoss, "gpus[0].index: must be an unsigned"},
+      {"units missing", [](json& j) { j["gpus"][2].erase("units"); },
+       absl::StatusCode::kDataLoss, "gpus[2].units: missing"},
+      {"unit a string", [](json& j) { j["gpus"][0]["units"][1] = "x"; },
+       absl::StatusCode::kDataLoss, "gpus[0].units[1]: must be an object"},
+      {"unknown state",
+       [](json& j) { j["gpus"][0]["units"][0]["state"] = "broken"; },
+       absl::StatusCode::kDataLoss,
+       "gpus[0].units[0].state: unknown state 'broken'"},
+      {"unknown cause",
+       [](json& j) { j["gpus"][1]["units"][0]["cause"] = "cosmic"; },
+       absl::StatusCode::kDataLoss,
+       "gpus[1].units[0].cause: unknown cause 'cosmic'"},
+      {"xid missing", [](json& j) { j["gpus"][0]["units"][1].erase("xid"); },
+       absl::StatusCode::kDataLoss, "gpus[0].units[1].xid: missing"},
+      {"xid negative", [](json& j) { j["gpus"][0]["units"][1]["xid"] = -48; },
+       absl::StatusCode::kDataLoss, "gpus[0].units[1].xid: must be"},
+      {"gpu instance all",
+       [](json& j) { j["gpus"][0]["units"][0]["gpuInstance"] = 4294967295u; },
+       absl::StatusCode::kDataLoss, "gpus[0].units[0].gpuInstance: must be"},
+      {"bad time",
+       [](json& j) { j["gpus"][0]["units"][1]["since"] = "yesterday"; },
+       absl::StatusCode::kDataLoss,
+       "gpus[0].units[1].since: 'yesterday' is not an RFC 3339 time"},
+      {"bad probe time",
+       [](json& j) { j["gpus"][0]["units"][0]["probeAt"] = 17; },
+       absl::StatusCode::kDataLoss,
+       "gpus[0].units[0].probeAt: must be a string"},
+      {"bad quiet period",
+       [](json& j) { j["gpus"][0]["units"][0]["quietPeriod"] = "soon"; },
+       absl::StatusCode::kDataLoss,
+       "gpus[0].units[0].quietPeriod: 'soon' is not a duration"},
+      {"negative quiet period",
+       [](json& j) { j["gpus"][0]["units"][0]["quietPeriod"] = "-1m"; },
+       absl::StatusCode::kDataLoss, "gpus[0].units[0].quietPeriod: '-1m'"},
+      {"failures a string",
+       [](json& j) { j["gpus"][1]["units"][0]["failures"] = "now"; },
+       absl::StatusCode::kDataLoss,
+       "gpus[1].units[0].failures: must be an array"},
+      {"bad failure time",
+       [](json& j) { j["gpus"][1]["units"][0]["failures"][0] = "x"; },
+       absl::StatusCode::kDataLoss,
+       "gpus[1].units[0].failures[0]: 'x' is not an RFC 3339 time"},
+      {"no failures",
+       [](json& j) { j["gpus"][3]["units"][1].erase("failures"); },
+       absl::StatusCode::kDataLoss, "gpus[3].units[1].failures: missing"},
+  };
+  const json good = json::parse(SerializeHealthState(Sample()));
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    json doc = good;
+    c.edit(doc);
+    absl::StatusOr<HealthState> got = ParseHealthState(doc.dump(), kPath);
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().code(), c.code) << got.status();
+    EXPECT_THAT(std::string(got.status().message()),
+                StartsWith(std::string(kPath) + ": "));
+    EXPECT_THAT(std::string(got.status().message()), HasSubstr(c.message));
+  }
+}
+
+TEST(StateFileTest, TextThatIsNotJsonIsDataLoss) {
+  const std::string good = SerializeHealthState(Sample());
+  struct {
+    const char* name;
+    std::string text;
+    const char* message;
+  } cases[] = {
+      {"empty", "", "the file is empty"},
+      {"truncated", good.substr(0, good.size() / 2), "not JSON (truncated"},
+      {"cut before the last brace", good.substr(0, good.size() - 2),
+       "not JSON"},
+      {"binary", std::string("\x00\x7f\xff garbage", 12), "not JSON"},
+      {"two documents", good + good, "not JSON"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    absl::StatusOr<HealthState> got = ParseHealthState(c.text, kPath);
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(got.status().message()),
+                HasSubstr(std::string(kPath) + ": " + c.message));
+  }
+}
+
+class StateFileDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           ("state_file_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(StateFileDirTest, WriteCreatesTheDirectoryAndReadsBack) {
+  const std::string path = HealthStatePath((dir_ / "a" / "b").string());
+  EXPECT_EQ(path, (dir_ / "a" / "b" / "health-state.json").string());
+  EXPECT_EQ(HealthStatePath("/x/"), "/x/health-state.json");
+  const HealthState s = Sample();
+  ASSERT_TRUE(WriteHealthStateText(path, SerializeHealthState(s)).ok());
+  absl::StatusOr<HealthState> back = ReadHealthState(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, s);
+  // Nothing left beside it (no temporary file).
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "a" / "b"),
+                          fs::directory_iterator()),
+            1);
+}
+
+TEST_F(StateFileDirTest, ReadFailuresNameThePath) {
+  const std::string missing = (dir_ / "none.json").string();
+  absl::StatusOr<HealthState> got = ReadHealthState(missing);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(got.status().message()), HasSubstr(missing));
+  fs::create_directories(dir_ / "adir");
+  got = ReadHealthState((dir_ / "adir").string());
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(std::string(got.status().message()),
+              HasSubstr((dir_ / "adir").string()));
+}
+
+TEST_F(StateFileDirTest, MoveAsideKeepsTheBadFile) {
+  fs::create_directories(dir_);
+  const std::string path = (dir_ / "health-state.json").string();
+  std::ofstream(path) << "{bad";
+  absl::StatusOr<std::string> aside = MoveHealthStateAside(path);
+  ASSERT_TRUE(aside.ok()) << aside.status();
+  EXPECT_EQ(*aside, path + ".corrupt");
+  EXPECT_FALSE(fs::exists(path));
+  std::ifstream in(*aside);
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "{bad");
+  EXPECT_FALSE(MoveHealthStateAside(path).ok());  // nothing there now
+}
+
+}  // namespace
+}  // namespace gdp
