@@ -138,10 +138,12 @@ Daemon::~Daemon() {
   nvml_runner_.Cancel();
   if (monitor_ != nullptr) monitor_->Stop();
   if (monitor_thread_.joinable()) {
-    // Sleeping between NVML retries, it ends at once; inside an NVML event
-    // wait, which NVML cannot cut short, it is left behind with what it
-    // uses (main keeps the Nvml too and exits without destructors).
-    if (monitor_->RunEnded(absl::Milliseconds(50))) {
+    // With NVML call deadlines its NVML work is on a runner, which Stop
+    // cancels: it returns at once, so wait for it. Without, inside an NVML
+    // event wait (which NVML cannot cut short) it is left behind with what
+    // it uses (main keeps the Nvml too and exits without destructors).
+    if (nvml_.gate().deadline() > absl::ZeroDuration() ||
+        monitor_->RunEnded(absl::Milliseconds(50))) {
       monitor_thread_.join();
     } else {
       VLOG(1, "The health monitor is in an NVML event wait; not waiting");
@@ -161,6 +163,9 @@ std::string Daemon::NvmlFailure() const {
     why.push_back(std::move(f));
   }
   for (const NvmlHang& h : nvml_.Hangs()) {
+    // A hang about one GPU is that GPU's health (ListAndWatch), not the
+    // plugin's: a restart cannot cure it, and would stop listing the GPU.
+    if (h.per_gpu) continue;
     std::string m = h.Message();
     if (std::find(why.begin(), why.end(), m) == why.end()) {
       why.push_back(std::move(m));
@@ -242,12 +247,15 @@ void Daemon::PushHealth() {
   PushHealthLocked();
   // A GPU whose links could not be read may answer again now.
   std::shared_ptr<const NodeTopology> t = topology_->Get();
-  if (t != nullptr && t->AnyUnusable() && topology_node_ != nullptr) {
+  if ((t == nullptr || t->AnyUnusable()) && topology_node_ != nullptr) {
     DiscoverTopologyLocked(topology_node_);
   }
 }
 
 void Daemon::DiscoverTopologyLocked(std::shared_ptr<const NodeGpus> node) {
+  // Kept first: a read that fails (a hung NVML call) is tried again at the
+  // next health change.
+  topology_node_ = node;
   absl::StatusOr<NodeTopology> read = nvml_runner_.Call<NodeTopology>(
       [&nvml = nvml_, node] { return DiscoverNodeTopology(nvml, *node); });
   if (!read.ok()) {

@@ -41,9 +41,11 @@ class Daemon {
   // boot's ID.
   Daemon(const Nvml& nvml, Config config, HealthStateOptions state);
 
-  // Stops the health monitor, then every plugin. A monitor blocked in an
-  // NVML event wait is not waited for: it is kept (KeepUntilExit) and
-  // still uses the Nvml, which must then be kept too, never destroyed.
+  // Stops the health monitor, then every plugin. With NVML call deadlines
+  // the monitor returns at once (its NVML work left on a runner's worker,
+  // kept until exit); without, a monitor blocked in an NVML event wait is
+  // not waited for but kept (KeepUntilExit). Either way what is kept still
+  // uses the Nvml, which must then be kept too, never destroyed.
   ~Daemon();
 
   // Builds the resources from `node`, writes the CDI spec (with a cdi-*
@@ -96,7 +98,9 @@ class Daemon {
   // Thread-safe: what each running resource's plugin is doing now.
   std::vector<PluginStatus> Plugins() const { return manager_.Statuses(); }
   // Thread-safe: why NVML counts as failing: the health monitor's reason,
-  // then every NVML call hung now (past --nvml-timeout); "" when none.
+  // then every NVML call about no GPU in particular hung now (past
+  // --nvml-timeout); "" when none. A hung call about one GPU is not here:
+  // it makes that GPU unhealthy instead.
   std::string NvmlFailure() const;
   // Thread-safe: what the DRA side is doing; absent when it does not run
   // (--device-api device-plugin).

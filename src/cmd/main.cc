@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,9 @@ struct StopState {
   std::atomic<bool> reload{false};   // SIGHUP seen, not yet handled
   absl::Mutex mu;
   FileWatcher* watcher ABSL_GUARDED_BY(mu) = nullptr;  // main's wait
+  // Cancels the daemon's NVML work in progress (a reload's discovery that
+  // hangs), so that a stop never waits for its deadline.
+  std::function<void()> cancel_nvml ABSL_GUARDED_BY(mu);
 };
 
 // Waits for SIGTERM/SIGINT (stop) and SIGHUP (reload the config), and wakes
@@ -56,6 +60,7 @@ void SignalLoop(StopState* stop, sigset_t signals) {
       LOG_INFO("Received signal {} ({}), shutting down", sig, strsignal(sig));
     }
     stop->requested.Notify();
+    if (stop->cancel_nvml) stop->cancel_nvml();
     if (stop->watcher != nullptr) stop->watcher->Wake();
     return;
   }
@@ -87,22 +92,23 @@ absl::StatusOr<NodeGpus> DiscoverWithDeadline(const Nvml& nvml,
 bool OpenAndDiscover(const Config& cfg, StopState* stop, Endpoints* endpoints,
                      std::unique_ptr<Nvml>* nvml, NodeGpus* node,
                      int* exit_code) {
+  // An Nvml with a call still hung is kept for the next attempt (never
+  // destroyed under the call, and its gate makes calls about the hung GPU
+  // fail at once instead of hanging again).
+  std::unique_ptr<Nvml> held;
   for (;;) {
-    auto opened = Nvml::Open(cfg.driver_root);
+    absl::StatusOr<std::unique_ptr<Nvml>> opened =
+        held != nullptr ? std::move(held) : Nvml::Open(cfg.driver_root);
     absl::Status error = opened.status();
     if (opened.ok()) {
       (*opened)->set_call_deadline(cfg.nvml_timeout);
       absl::StatusOr<NodeGpus> found = DiscoverWithDeadline(**opened, cfg);
-      if (AnythingKeptUntilExit()) {
-        // A call hung: its thread still uses this Nvml, which must stay.
-        KeepUntilExit(std::shared_ptr<Nvml>(
-            found.ok() && !found->gpus.empty() ? nullptr : std::move(*opened)));
-      }
       if (found.ok() && !found->gpus.empty()) {
         *nvml = *std::move(opened);
         *node = *std::move(found);
         return true;
       }
+      if (!(*opened)->Hangs().empty()) held = *std::move(opened);
       error = !found.ok() ? found.status()
               : found->unusable.empty()
                   ? absl::NotFoundError("NVML reports no GPUs")
@@ -116,6 +122,7 @@ bool OpenAndDiscover(const Config& cfg, StopState* stop, Endpoints* endpoints,
           "nodes or set --fail-on-init-error=false.",
           error.message());
       *exit_code = 1;
+      KeepUntilExit(std::shared_ptr<Nvml>(std::move(held)));  // see below
       return false;
     }
     LOG_ERROR(
@@ -125,6 +132,9 @@ bool OpenAndDiscover(const Config& cfg, StopState* stop, Endpoints* endpoints,
     if (stop->requested.WaitForNotificationWithTimeout(
             cfg.nvml_retry_interval)) {
       *exit_code = 0;
+      // A call still hung uses it: never destroyed, the process ends
+      // without destructors (main sees AnythingKeptUntilExit).
+      KeepUntilExit(std::shared_ptr<Nvml>(std::move(held)));
       return false;
     }
   }
@@ -313,16 +323,24 @@ int Serve(const ParsedFlags& flags) {
           rediscovery.emplace(cfg.rediscover_interval, std::move(hooks));
           rediscovery_thread = std::thread([&] { rediscovery->Run(); });
         }
+        {
+          absl::MutexLock lock(&stop.mu);
+          stop.cancel_nvml = [&daemon] { daemon.CancelNvml(); };
+        }
         ServeUntilStopped(flags, &daemon, &daemon_mu, &stop,
                           labels.has_value() ? &*labels : nullptr,
                           rediscovery.has_value() ? &*rediscovery : nullptr);
+        {
+          absl::MutexLock lock(&stop.mu);
+          stop.cancel_nvml = nullptr;
+        }
         if (rediscovery.has_value()) {
           rediscovery->Stop();
           rediscovery_thread.join();
         }
       }  // the labels stop first
     }    // the plugins stop before NVML shuts down
-    // A health monitor left in an NVML wait still uses the library.
+    // A runner's worker left in an NVML call still uses the library.
     if (AnythingKeptUntilExit()) KeepUntilExit(std::move(nvml));
   }
   if (!stop.requested.HasBeenNotified()) {

@@ -102,12 +102,14 @@ class HealthMonitor {
   // Steps until Stop; then marks itself ended (RunEnded).
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Makes every later Step return at once, and Run return at once: an
-  // NVML call in progress (NVML cannot interrupt a wait) is left on the
+  // Makes every later Step return at once, and Run return soon: an NVML
+  // call in progress (NVML cannot interrupt a wait) is left on the
   // runner's worker thread, which the process keeps until it exits
-  // (util/keep_until_exit.h; the Nvml must then never be destroyed). From
-  // Stop on, nothing touches the tracker or the log. Thread-safe; does not
-  // wait.
+  // (util/keep_until_exit.h; the Nvml must then never be destroyed); what
+  // the Step in progress already got may still reach the tracker before
+  // Run returns. Without NVML call deadlines the runner runs jobs on Run's
+  // thread, which then stays in an NVML wait until it ends. Thread-safe;
+  // does not wait.
   void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Waits up to `timeout` for Run to return after Stop; whether it has.

@@ -174,7 +174,11 @@ void HealthTracker::OnCleared(const GpuRef& gpu, const std::string& how,
                     [](const auto& entry) {
                       return entry.second.state != State::kHealthy;
                     });
-    gpus_.erase(it);
+    if (it->second.hung.empty()) {
+      gpus_.erase(it);
+    } else {  // a hang is not saved state: it stays until the GPU answers
+      it->second.units.clear();
+    }
     if (unhealthy) {
       LOG_INFO("{}: healthy again: {}", UnitLabel(gpu, kAll, kAll), how);
       Changed();

@@ -54,14 +54,39 @@ void SetCurrentNvmlJob(NvmlJob* job) { current_job = job; }
 void NvmlCallGate::Name(nvmlDevice_t device, const std::string& uuid) {
   absl::MutexLock lock(&mu_);
   names_[device] = uuid;
+  by_uuid_[uuid] = device;
+}
+
+void NvmlCallGate::NameIndex(unsigned index, nvmlDevice_t device) {
+  absl::MutexLock lock(&mu_);
+  by_index_[index] = device;
+}
+
+nvmlDevice_t NvmlCallGate::HandleOf(const std::string& uuid) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = by_uuid_.find(uuid);
+  return it == by_uuid_.end() ? nullptr : it->second;
+}
+
+nvmlDevice_t NvmlCallGate::HandleAt(unsigned index) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = by_index_.find(index);
+  return it == by_index_.end() ? nullptr : it->second;
 }
 
 absl::Status NvmlCallGate::Blocked(nvmlDevice_t a, nvmlDevice_t b) const {
   for (const auto& [id, r] : hangs_) {
     const bool all = r.devices[0] == nullptr && r.devices[1] == nullptr;
+    // A hung call about two GPUs (their common ancestor) does not say
+    // which one is sick: it blocks only other calls about two GPUs that
+    // share one; a call about one of them alone goes through (and is
+    // recorded itself if it hangs).
+    const bool pair = r.devices[0] != nullptr && r.devices[1] != nullptr;
     bool hit = all;
-    for (nvmlDevice_t d : r.devices) {
-      hit = hit || (d != nullptr && (d == a || d == b));
+    if (!pair || (a != nullptr && b != nullptr)) {
+      for (nvmlDevice_t d : r.devices) {
+        hit = hit || (d != nullptr && (d == a || d == b));
+      }
     }
     if (hit) return NvmlHangStatus(r.hang.Message(), r.hang.per_gpu);
   }

@@ -3,9 +3,11 @@
 // inside an NvmlRunner job (nvml/runner.h) is watched: once one has run
 // past its deadline, the runner gives the job up (its thread is left
 // blocked in NVML) and the call is recorded here as hung. Until it returns,
-// every later call about the same GPU handle (or, for a hung call that took
-// no handle, every NVML call) fails at once with the hang's status instead
-// of hanging too, so callers keep working around it.
+// every later call about the same GPU handle (or, for a hung call about no
+// GPU, every NVML call) fails at once with the hang's status instead of
+// hanging too, so callers keep working around it. A lookup by UUID or index
+// of a GPU seen before counts as a call about it; a call about two GPUs
+// blocks only calls about two GPUs sharing one.
 #ifndef GDP_NVML_DEADLINE_H_
 #define GDP_NVML_DEADLINE_H_
 
@@ -79,10 +81,15 @@ class NvmlCallGate {
   void set_deadline(absl::Duration d) { deadline_ = d; }
   absl::Duration deadline() const { return deadline_; }
 
-  // Remembers that `device` is the GPU or MIG device `uuid`, to name it in
-  // hang messages.
+  // Remembers that `device` is the GPU or MIG device `uuid` (to name it in
+  // hang messages), or the GPU at NVML index `index`; and the handle known
+  // for a UUID or an index (null if none), so that a lookup by UUID or
+  // index is a call about that GPU rather than about every GPU.
   void Name(nvmlDevice_t device, const std::string& uuid)
       ABSL_LOCKS_EXCLUDED(mu_);
+  void NameIndex(unsigned index, nvmlDevice_t device) ABSL_LOCKS_EXCLUDED(mu_);
+  nvmlDevice_t HandleOf(const std::string& uuid) const ABSL_LOCKS_EXCLUDED(mu_);
+  nvmlDevice_t HandleAt(unsigned index) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // Before an NVML call `function` taking handles `a` and `b` (null: none):
   // the hang's status if a hung call blocks it (see the file comment),
@@ -126,6 +133,8 @@ class NvmlCallGate {
   // Ordered by ID, i.e. oldest first.
   std::vector<std::pair<uint64_t, Record>> hangs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<nvmlDevice_t, std::string> names_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, nvmlDevice_t> by_uuid_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<unsigned, nvmlDevice_t> by_index_ ABSL_GUARDED_BY(mu_);
   int workers_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

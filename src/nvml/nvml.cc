@@ -295,9 +295,10 @@ absl::StatusOr<unsigned> Nvml::DeviceCount() const {
 absl::StatusOr<nvmlDevice_t> Nvml::DeviceByIndex(unsigned index) const {
   nvmlDevice_t d = nullptr;
   absl::Status s =
-      Guarded("nvmlDeviceGetHandleByIndex_v2", nullptr, nullptr,
+      Guarded("nvmlDeviceGetHandleByIndex_v2", gate_.HandleAt(index), nullptr,
               [&] { return fns_->nvmlDeviceGetHandleByIndex_v2(index, &d); });
   if (!s.ok()) return s;
+  gate_.NameIndex(index, d);
   return d;
 }
 
@@ -415,9 +416,9 @@ absl::StatusOr<std::pair<int, int>> Nvml::ComputeCapability(
 
 absl::StatusOr<nvmlDevice_t> Nvml::DeviceByUuid(const std::string& uuid) const {
   nvmlDevice_t d = nullptr;
-  absl::Status s = Guarded("nvmlDeviceGetHandleByUUID", nullptr, nullptr, [&] {
-    return fns_->nvmlDeviceGetHandleByUUID(uuid.c_str(), &d);
-  });
+  absl::Status s = Guarded(
+      "nvmlDeviceGetHandleByUUID", gate_.HandleOf(uuid), nullptr,
+      [&] { return fns_->nvmlDeviceGetHandleByUUID(uuid.c_str(), &d); });
   if (!s.ok()) return s;
   return d;
 }

@@ -122,6 +122,11 @@ TEST_F(RunnerTest, HungGpuFailsAfterTheDeadlineThenAtOnceUntilItReturns) {
   EXPECT_LT(absl::Now() - before, kDeadline);
   EXPECT_TRUE(Memory(0).ok());
   EXPECT_TRUE(nvml_->DeviceCount().ok());
+  // Looking the hung GPU up by UUID or index is a call about it too.
+  EXPECT_TRUE(
+      IsNvmlHang(nvml_->DeviceByUuid(nvml_->Hangs()[0].subject).status()));
+  EXPECT_TRUE(IsNvmlHang(nvml_->DeviceByIndex(1).status()));
+  EXPECT_TRUE(nvml_->DeviceByIndex(0).ok());
 
   // The hung call returns once the fault ends, and the GPU answers again.
   Inject("recover");
@@ -146,6 +151,23 @@ TEST_F(RunnerTest, HangOfACallAboutNoGpuBlocksEveryCall) {
   Inject("recover");
   ASSERT_TRUE(WaitUntil([&] { return nvml_->Hangs().empty(); }));
   EXPECT_TRUE(nvml_->DeviceCount().ok());
+}
+
+TEST_F(RunnerTest, HungCallAboutTwoGpusDoesNotBlockEitherAlone) {
+  Inject("hang 1");
+  absl::StatusOr<absl::StatusOr<nvmlGpuTopologyLevel_t>> level;
+  ASSERT_TRUE(WaitUntil([&] {
+    level = runner().Call<absl::StatusOr<nvmlGpuTopologyLevel_t>>(
+        [nvml = nvml_.get(), a = gpus_[0], b = gpus_[1]] {
+          return nvml->CommonAncestor(a, b);
+        });
+    return !level.ok();
+  }));
+  EXPECT_TRUE(IsNvmlHang(level.status())) << level.status();
+  // Which of the two is sick is not known: GPU 0 alone still answers, and
+  // another call about both fails at once.
+  EXPECT_TRUE(nvml_->MemoryTotal(gpus_[0]).ok());
+  EXPECT_TRUE(IsNvmlHang(nvml_->CommonAncestor(gpus_[1], gpus_[0]).status()));
 }
 
 TEST_F(RunnerTest, LaterCallsOfAGivenUpJobAreNotMade) {
