@@ -406,8 +406,13 @@ TEST_F(MonitorTest, AWaitEndingAfterStopTouchesNothingButTheMonitor) {
   std::thread runner([&] { monitor_->Run(); });
   Inject("xid 0 94");
   ASSERT_TRUE(WaitFor([&] { return !Healthy(Gpu(0)); }));
+  // The event was handled; let the monitor enter its next wait (until the
+  // sweep, 10 minutes away) before stopping it: a Stop between two steps
+  // would end Run at once.
+  absl::SleepFor(absl::Milliseconds(300));
   monitor_->Stop();
-  // NVML cannot cut the wait short.
+  // Without NVML call deadlines (none set here) the wait runs on Run's
+  // thread, and NVML cannot cut it short.
   EXPECT_FALSE(monitor_->RunEnded(absl::Milliseconds(100)));
   tracker_.reset();    // as a daemon tears down once Stop has returned
   Inject("xid 1 79");  // ends the wait; the freed tracker must not be used

@@ -122,10 +122,10 @@ void NvmlCallGate::Leave() {
   absl::MutexLock lock(&job->mu);
   job->in_call = false;
   if (job->hang_id == 0) return;
+  const uint64_t id = job->hang_id;
   absl::MutexLock gate(&mu_);
-  auto it = std::find_if(hangs_.begin(), hangs_.end(), [&](const auto& h) {
-    return h.first == job->hang_id;
-  });
+  auto it = std::find_if(hangs_.begin(), hangs_.end(),
+                         [id](const auto& h) { return h.first == id; });
   if (it != hangs_.end()) {
     LOG_WARN("{} returned after {}; calls about it go through again",
              it->second.hang.Message(),
