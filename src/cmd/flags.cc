@@ -161,8 +161,8 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
   std::string nvml_timeout = absl::FormatDuration(c.nvml_timeout);
   app.add_option("--nvml-timeout", nvml_timeout,
                  "how long an NVML call may take before its GPU (or, for a "
-                 "call about no GPU, every GPU) counts as unhealthy and "
-                 "/healthz fails; 0 waits forever (e.g. 10s)")
+                 "call about no GPU, every GPU, and then /healthz fails) "
+                 "counts as unhealthy; 0 waits forever (e.g. 10s)")
       ->envname("NVML_TIMEOUT");
   std::string rediscover = absl::FormatDuration(c.rediscover_interval);
   app.add_option("--rediscover-interval", rediscover,

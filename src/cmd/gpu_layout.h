@@ -34,8 +34,9 @@ std::vector<std::string> LayoutChanges(const NodeGpus& before,
 // `found` lacks on a GPU whose MIG mode did not change; GPUs ordered by
 // index, MIG devices by index. So a GPU fallen off the bus, hung or
 // failing stays listed (unhealthy, from the health monitor) under its ID,
-// as docs/health.md wants; it leaves the list only when NVML no longer
-// enumerates it, or on a reload. Thread-safe (pure).
+// as docs/health.md wants; it leaves the list at the first rediscovery
+// that leaves nothing out, or on a reload. While anything is left out, a
+// device that really went away stays listed too. Thread-safe (pure).
 NodeGpus KeepUndescribed(const NodeGpus& served, NodeGpus found);
 
 }  // namespace gdp
