@@ -19,6 +19,7 @@
 #include "topology/discover.h"
 #include "util/keep_until_exit.h"
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace gdp {
 namespace {
@@ -237,7 +238,10 @@ absl::Status Daemon::Start(NodeGpus node) {
     o.retry_interval = config_.health_probe_interval;
     monitor_ =
         std::make_unique<HealthMonitor>(nvml_, health_, WatchedGpus(node_), o);
-    monitor_thread_ = std::thread([m = monitor_.get()] { m->Run(); });
+    monitor_thread_ = std::thread([m = monitor_.get()] {
+      NameThisThread("gdp-health");
+      m->Run();
+    });
   }
   return absl::OkStatus();
 }

@@ -9,6 +9,7 @@
 #include "config/load.h"
 #include "util/keep_until_exit.h"
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace gdp {
 
@@ -75,7 +76,10 @@ LabelThread::LabelThread(const Nvml& nvml, const Config& config,
                          std::optional<NodeGpus> node)
     : loop_(&nvml, config) {
   if (node.has_value()) loop_.SetNode(*std::move(node));
-  thread_ = std::thread([this] { loop_.Run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("gdp-labels");
+    loop_.Run();
+  });
 }
 
 LabelThread::~LabelThread() {

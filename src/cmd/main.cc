@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -25,9 +26,11 @@
 #include "config/load.h"
 #include "nvml/nvml.h"
 #include "nvml/runner.h"
+#include "rpc/grpc_runtime.h"
 #include "util/file_watcher.h"
 #include "util/keep_until_exit.h"
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace gdp {
 namespace {
@@ -45,11 +48,23 @@ struct StopState {
 };
 
 // Waits for SIGTERM/SIGINT (stop) and SIGHUP (reload the config), and wakes
-// main's wait. REQUIRES: those signals are blocked in every thread.
+// main's wait; in between, runs gRPC's due timers every kGrpcTimerTick when
+// gRPC is quiet (rpc/grpc_runtime.h). REQUIRES: those signals are blocked
+// in every thread.
 void SignalLoop(StopState* stop, sigset_t signals) {
+  NameThisThread("gdp-signals");
+  const timespec tick = absl::ToTimespec(kGrpcTimerTick);
   for (;;) {
     int sig = 0;
-    if (sigwait(&signals, &sig) != 0) continue;
+    if (GrpcIsQuiet()) {
+      sig = sigtimedwait(&signals, nullptr, &tick);
+      if (sig < 0) {
+        if (errno == EAGAIN) RunDueGrpcTimers();
+        continue;
+      }
+    } else if (sigwait(&signals, &sig) != 0) {
+      continue;
+    }
     absl::MutexLock lock(&stop->mu);
     if (sig == SIGHUP) {
       stop->reload = true;
@@ -259,6 +274,11 @@ void ServeUntilStopped(const ParsedFlags& flags, Daemon* daemon,
 int Serve(const ParsedFlags& flags) {
   const Config& cfg = *flags.config;
   sigset_t signals = BlockStopAndReloadSignals();  // before any thread
+  // Before any gRPC object, and after the signals are blocked (it starts
+  // gRPC's threads).
+  if (!MakeGrpcQuiet()) {
+    VLOG(1, "gRPC's timer threads stay on (this gRPC cannot turn them off)");
+  }
   StopState stop;
   std::thread signal_thread(SignalLoop, &stop, signals);
 
@@ -321,7 +341,10 @@ int Serve(const ParsedFlags& flags) {
           }
           hooks.cancel = [&] { daemon.CancelNvml(); };
           rediscovery.emplace(cfg.rediscover_interval, std::move(hooks));
-          rediscovery_thread = std::thread([&] { rediscovery->Run(); });
+          rediscovery_thread = std::thread([&] {
+            NameThisThread("gdp-rediscover");
+            rediscovery->Run();
+          });
         }
         {
           absl::MutexLock lock(&stop.mu);

@@ -26,7 +26,7 @@ template <typename NS>
 struct Api;
 template <>
 struct Api<dra_v1::DRAPlugin> {
-  using Service = dra_v1::DRAPlugin::CallbackService;
+  using Service = dra_v1::DRAPlugin::AsyncService;
   using PrepareRequest = dra_v1::NodePrepareResourcesRequest;
   using PrepareResponse = dra_v1::NodePrepareResourcesResponse;
   using UnprepareRequest = dra_v1::NodeUnprepareResourcesRequest;
@@ -35,7 +35,7 @@ struct Api<dra_v1::DRAPlugin> {
 };
 template <>
 struct Api<dra_v1beta1::DRAPlugin> {
-  using Service = dra_v1beta1::DRAPlugin::CallbackService;
+  using Service = dra_v1beta1::DRAPlugin::AsyncService;
   using PrepareRequest = dra_v1beta1::NodePrepareResourcesRequest;
   using PrepareResponse = dra_v1beta1::NodePrepareResourcesResponse;
   using UnprepareRequest = dra_v1beta1::NodeUnprepareResourcesRequest;
@@ -67,20 +67,40 @@ void Count(const char* method, bool ok) {
 
 // DRAPlugin of one version: both calls run on the work queue.
 template <typename Version>
-class DraPluginService final : public Api<Version>::Service {
+class DraPluginService final : public RpcService {
   using A = Api<Version>;
 
  public:
   DraPluginService(Preparer& preparer, WorkQueue& work)
-      : preparer_(preparer), work_(work) {}
+      : preparer_(preparer),
+        work_(work),
+        prepare_(
+            DeferredUnary(&service_, &A::Service::RequestNodePrepareResources,
+                          [this](const auto& req, auto* resp, Reply reply) {
+                            Prepare(req, resp, std::move(reply));
+                          })),
+        unprepare_(
+            DeferredUnary(&service_, &A::Service::RequestNodeUnprepareResources,
+                          [this](const auto& req, auto* resp, Reply reply) {
+                            Unprepare(req, resp, std::move(reply));
+                          })) {}
 
-  grpc::ServerUnaryReactor* NodePrepareResources(
-      grpc::CallbackServerContext* ctx, const typename A::PrepareRequest* req,
-      typename A::PrepareResponse* resp) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    std::vector<ClaimRef> claims = Refs(req->claims());
+  grpc::Service* grpc_service() override { return &service_; }
+
+  void Arm(CallQueue& queue) override {
+    UnaryCall<typename A::PrepareRequest, typename A::PrepareResponse>::Arm(
+        prepare_, queue);
+    UnaryCall<typename A::UnprepareRequest, typename A::UnprepareResponse>::Arm(
+        unprepare_, queue);
+  }
+
+ private:
+  void Prepare(const typename A::PrepareRequest& req,
+               typename A::PrepareResponse* resp, Reply reply) {
+    std::vector<ClaimRef> claims = Refs(req.claims());
     const auto start = std::chrono::steady_clock::now();
-    work_.Post([this, reactor, resp, claims = std::move(claims), start] {
+    work_.Post([this, resp, reply = std::move(reply),
+                claims = std::move(claims), start] {
       VLOG(1, "NodePrepareResources ({}): {} claim(s)", A::kName,
            claims.size());
       for (auto& [uid, r] : preparer_.Prepare(claims)) {
@@ -101,18 +121,16 @@ class DraPluginService final : public Api<Version>::Service {
         }
       }
       DraMetrics::Get().duration.With({"prepare"}).ObserveSince(start);
-      reactor->Finish(grpc::Status::OK);
+      reply(grpc::Status::OK);
     });
-    return reactor;
   }
 
-  grpc::ServerUnaryReactor* NodeUnprepareResources(
-      grpc::CallbackServerContext* ctx, const typename A::UnprepareRequest* req,
-      typename A::UnprepareResponse* resp) override {
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    std::vector<ClaimRef> claims = Refs(req->claims());
+  void Unprepare(const typename A::UnprepareRequest& req,
+                 typename A::UnprepareResponse* resp, Reply reply) {
+    std::vector<ClaimRef> claims = Refs(req.claims());
     const auto start = std::chrono::steady_clock::now();
-    work_.Post([this, reactor, resp, claims = std::move(claims), start] {
+    work_.Post([this, resp, reply = std::move(reply),
+                claims = std::move(claims), start] {
       VLOG(1, "NodeUnprepareResources ({}): {} claim(s)", A::kName,
            claims.size());
       for (auto& [uid, error] : preparer_.Unprepare(claims)) {
@@ -120,100 +138,134 @@ class DraPluginService final : public Api<Version>::Service {
         (*resp->mutable_claims())[uid].set_error(error);
       }
       DraMetrics::Get().duration.With({"unprepare"}).ObserveSince(start);
-      reactor->Finish(grpc::Status::OK);
+      reply(grpc::Status::OK);
     });
-    return reactor;
   }
 
- private:
   Preparer& preparer_;
   WorkQueue& work_;
+  typename A::Service service_;
+  const UnaryMethod<typename A::PrepareRequest, typename A::PrepareResponse>
+      prepare_;
+  const UnaryMethod<typename A::UnprepareRequest, typename A::UnprepareResponse>
+      unprepare_;
 };
 
-class HealthService final
-    : public v1alpha1::DRAResourceHealth::CallbackService {
+class HealthService final : public RpcService {
+  using Response = v1alpha1::NodeWatchResourcesResponse;
+
  public:
   HealthService(DeviceSet& devices, std::string pool, HealthStreams& streams)
-      : devices_(devices), pool_(std::move(pool)), streams_(streams) {}
+      : watch_(DeviceStream(
+            &service_,
+            &v1alpha1::DRAResourceHealth::AsyncService::
+                RequestNodeWatchResources,
+            devices,
+            [pool = std::move(pool)](const DeviceList& list, Response* out) {
+              Fill(pool, list, out);
+            },
+            [&streams](std::function<void()> refresh) {
+              VLOG(1, "NodeWatchResources stream opened");
+              const uint64_t token = streams.Add(std::move(refresh));
+              return std::function<void()>([&streams, token] {
+                streams.Remove(token);
+                VLOG(1, "NodeWatchResources stream closed");
+              });
+            })) {}
 
-  grpc::ServerWriteReactor<v1alpha1::NodeWatchResourcesResponse>*
-  NodeWatchResources(grpc::CallbackServerContext*,
-                     const v1alpha1::NodeWatchResourcesRequest*) override {
-    VLOG(1, "NodeWatchResources stream opened");
-    using Stream = DeviceStream<v1alpha1::NodeWatchResourcesResponse>;
-    auto token = std::make_shared<uint64_t>(0);
-    auto* stream = new Stream(
-        devices_,
-        [pool = pool_](const DeviceList& list,
-                       v1alpha1::NodeWatchResourcesResponse* out) {
-          const int64_t now = absl::ToUnixSeconds(absl::Now());
-          for (const Device& d : list.devices) {
-            v1alpha1::DeviceHealth* h = out->add_devices();
-            h->mutable_device()->set_pool_name(pool);
-            h->mutable_device()->set_device_name(d.id);
-            h->set_health(d.health == Health::kHealthy ? v1alpha1::HEALTHY
-                                                       : v1alpha1::UNHEALTHY);
-            h->set_last_updated_time(now);
-            h->set_message(Utf8Prefix(d.unhealthy_reason, kMaxHealthMessage));
-          }
-        },
-        [this, token] {
-          streams_.Remove(*token);
-          VLOG(1, "NodeWatchResources stream closed");
-        });
-    *token = streams_.Add([stream] { stream->Refresh(); });
-    return stream;
+  grpc::Service* grpc_service() override { return &service_; }
+
+  void Arm(CallQueue& queue) override {
+    DeviceStreamCall<v1alpha1::NodeWatchResourcesRequest, Response>::Arm(watch_,
+                                                                         queue);
   }
 
  private:
-  DeviceSet& devices_;
-  const std::string pool_;
-  HealthStreams& streams_;
+  // Each device's health in pool `pool`; the message is the unhealthy
+  // reason, at most kMaxHealthMessage bytes.
+  static void Fill(const std::string& pool, const DeviceList& list,
+                   Response* out) {
+    const int64_t now = absl::ToUnixSeconds(absl::Now());
+    for (const Device& d : list.devices) {
+      v1alpha1::DeviceHealth* h = out->add_devices();
+      h->mutable_device()->set_pool_name(pool);
+      h->mutable_device()->set_device_name(d.id);
+      h->set_health(d.health == Health::kHealthy ? v1alpha1::HEALTHY
+                                                 : v1alpha1::UNHEALTHY);
+      h->set_last_updated_time(now);
+      h->set_message(Utf8Prefix(d.unhealthy_reason, kMaxHealthMessage));
+    }
+  }
+
+  v1alpha1::DRAResourceHealth::AsyncService service_;
+  const DeviceStreamMethod<v1alpha1::NodeWatchResourcesRequest, Response>
+      watch_;
 };
 
-class RegistrationService final
-    : public pluginregistration::Registration::CallbackService {
+class RegistrationService final : public RpcService {
+  using Service = pluginregistration::Registration::AsyncService;
+
  public:
   RegistrationService(RegistrationInfo info, RegistrationState& state)
-      : info_(std::move(info)), state_(state) {}
+      : info_(std::move(info)),
+        state_(state),
+        get_info_(Unary(&service_, &Service::RequestGetInfo,
+                        [this](const auto& req, auto* resp) {
+                          return GetInfo(req, resp);
+                        })),
+        notify_(Unary(&service_, &Service::RequestNotifyRegistrationStatus,
+                      [this](const auto& req, auto* resp) {
+                        return NotifyRegistrationStatus(req, resp);
+                      })) {}
 
-  grpc::ServerUnaryReactor* GetInfo(
-      grpc::CallbackServerContext* ctx, const pluginregistration::InfoRequest*,
-      pluginregistration::PluginInfo* resp) override {
+  grpc::Service* grpc_service() override { return &service_; }
+
+  void Arm(CallQueue& queue) override {
+    UnaryCall<pluginregistration::InfoRequest,
+              pluginregistration::PluginInfo>::Arm(get_info_, queue);
+    UnaryCall<pluginregistration::RegistrationStatus,
+              pluginregistration::RegistrationStatusResponse>::Arm(notify_,
+                                                                   queue);
+  }
+
+ private:
+  grpc::Status GetInfo(const pluginregistration::InfoRequest&,
+                       pluginregistration::PluginInfo* resp) {
     resp->set_type("DRAPlugin");
     resp->set_name(info_.driver_name);
     resp->set_endpoint(info_.endpoint);
     for (const std::string& v : info_.versions) resp->add_supported_versions(v);
     state_.InfoAsked();
     VLOG(1, "GetInfo: the kubelet asked for our plugin info");
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return grpc::Status::OK;
   }
 
-  grpc::ServerUnaryReactor* NotifyRegistrationStatus(
-      grpc::CallbackServerContext* ctx,
-      const pluginregistration::RegistrationStatus* req,
-      pluginregistration::RegistrationStatusResponse*) override {
-    state_.Notified(req->plugin_registered(), req->error());
+  grpc::Status NotifyRegistrationStatus(
+      const pluginregistration::RegistrationStatus& req,
+      pluginregistration::RegistrationStatusResponse*) {
+    state_.Notified(req.plugin_registered(), req.error());
     DraMetrics::Get()
-        .registrations.With({req->plugin_registered() ? "ok" : "failed"})
+        .registrations.With({req.plugin_registered() ? "ok" : "failed"})
         .Increment();
-    if (req->plugin_registered()) {
+    if (req.plugin_registered()) {
       LOG_INFO("Registered DRA driver {} with the kubelet (endpoint {})",
                info_.driver_name, info_.endpoint);
     } else {
       LOG_ERROR("The kubelet refused DRA driver {}: {}", info_.driver_name,
-                req->error());
+                req.error());
     }
-    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    reactor->Finish(grpc::Status::OK);
-    return reactor;
+    return grpc::Status::OK;
   }
 
- private:
   const RegistrationInfo info_;
   RegistrationState& state_;
+  Service service_;
+  const UnaryMethod<pluginregistration::InfoRequest,
+                    pluginregistration::PluginInfo>
+      get_info_;
+  const UnaryMethod<pluginregistration::RegistrationStatus,
+                    pluginregistration::RegistrationStatusResponse>
+      notify_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "dra/claim_edits.h"
 #include "dra/slices.h"
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace gdp::dra {
 namespace {
@@ -171,9 +172,18 @@ absl::Status DraDriver::Apply(const NodeGpus& node,
   }
   subscription_ = devices_->Subscribe([this] { Publish(); });
   Publish();
-  publisher_thread_ = std::thread([p = publisher_.get()] { p->Run(); });
-  watch_thread_ = std::thread([p = publisher_.get()] { p->RunWatch(); });
-  plugin_thread_ = std::thread([p = plugin_.get()] { p->Run(); });
+  publisher_thread_ = std::thread([p = publisher_.get()] {
+    NameThisThread("gdp-dra-publish");
+    p->Run();
+  });
+  watch_thread_ = std::thread([p = publisher_.get()] {
+    NameThisThread("gdp-dra-watch");
+    p->RunWatch();
+  });
+  plugin_thread_ = std::thread([p = plugin_.get()] {
+    NameThisThread("gdp-dra-plugin");
+    p->Run();
+  });
   return absl::OkStatus();
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "metrics/exposition.h"
+#include "util/thread_name.h"
 
 namespace gdp::metrics {
 namespace {
@@ -88,6 +89,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   httplib::Server* s = out->server_.get();
   auto done = std::make_shared<std::atomic<bool>>(false);
   out->thread_ = std::thread([s, done] {
+    NameThisThread("gdp-http");
     s->listen_after_bind();
     *done = true;
   });

@@ -1,6 +1,7 @@
 #include "nvml/runner.h"
 
 #include "util/keep_until_exit.h"
+#include "util/thread_name.h"
 
 namespace gdp {
 
@@ -39,6 +40,7 @@ void NvmlRunner::Cancel() {
 
 void NvmlRunner::WorkerLoop(std::shared_ptr<Worker> w, NvmlCallGate* gate,
                             absl::Duration idle_exit) {
+  NameThisThread("gdp-nvml");
   Loop(*w, idle_exit);
   w = nullptr;
   gate->WorkerEnded();  // last: the Nvml may be destroyed right after

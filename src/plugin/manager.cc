@@ -8,6 +8,7 @@
 #include "plugin/service.h"
 #include "plugin/status_service.h"
 #include "util/logging.h"
+#include "util/thread_name.h"
 
 namespace gdp {
 
@@ -85,7 +86,10 @@ absl::StatusOr<std::unique_ptr<PluginManager::Plugin>> PluginManager::Start(
   spec.resource.devices = {};
   p->spec = std::move(spec);
   PluginLifecycle* l = p->lifecycle.get();
-  p->thread = std::thread([l] { l->Run(); });
+  p->thread = std::thread([l] {
+    NameThisThread("gdp-lifecycle");
+    l->Run();
+  });
   return p;
 }
 

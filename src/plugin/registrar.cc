@@ -1,12 +1,15 @@
 #include "plugin/registrar.h"
 
 #include "absl/strings/str_cat.h"
+#include "rpc/grpc_runtime.h"
 #include "v1beta1/api.grpc.pb.h"
 
 namespace gdp {
 
 absl::Status Registrar::Register(const RegistrationInfo& info,
                                  absl::Duration timeout) {
+  // The deadline and the channel's connection attempts are gRPC timers.
+  GrpcPreciseTimers precise;
   auto channel = grpc::CreateChannel(absl::StrCat("unix:", info.kubelet_socket),
                                      grpc::InsecureChannelCredentials());
   auto stub = v1beta1::Registration::NewStub(channel);

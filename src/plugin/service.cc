@@ -19,13 +19,6 @@ namespace {
 
 using v1beta1::ListAndWatchResponse;
 
-grpc::ServerUnaryReactor* Done(grpc::CallbackServerContext* ctx,
-                               const grpc::Status& status) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
-}
-
 // The error of container request `i`, as the kubelet will show it.
 grpc::Status ForContainer(int i, const absl::Status& s) {
   return ToGrpc(absl::Status(
@@ -60,48 +53,82 @@ DevicePluginService::DevicePluginService(DeviceSet& devices,
       allocate_duration_(PluginMetrics::Get().duration.With(
           {options_.resource_name, kAllocateMethod})),
       preferred_duration_(PluginMetrics::Get().duration.With(
-          {options_.resource_name, kPreferredMethod})) {}
+          {options_.resource_name, kPreferredMethod})),
+      options_m_(Unary(
+          &service_,
+          &v1beta1::DevicePlugin::AsyncService::RequestGetDevicePluginOptions,
+          [this](const auto& req, auto* resp) {
+            return GetDevicePluginOptions(req, resp);
+          })),
+      list_and_watch_m_(ListAndWatchMethod()),
+      preferred_m_(Unary(
+          &service_,
+          &v1beta1::DevicePlugin::AsyncService::RequestGetPreferredAllocation,
+          [this](const auto& req, auto* resp) {
+            return GetPreferredAllocation(req, resp);
+          })),
+      allocate_m_(Unary(
+          &service_, &v1beta1::DevicePlugin::AsyncService::RequestAllocate,
+          [this](const auto& req, auto* resp) { return Allocate(req, resp); })),
+      pre_start_m_(
+          Unary(&service_,
+                &v1beta1::DevicePlugin::AsyncService::RequestPreStartContainer,
+                [this](const auto& req, auto* resp) {
+                  return PreStartContainer(req, resp);
+                })) {}
 
-grpc::ServerUnaryReactor* DevicePluginService::GetDevicePluginOptions(
-    grpc::CallbackServerContext* ctx, const v1beta1::Empty*,
-    v1beta1::DevicePluginOptions* resp) {
+void DevicePluginService::Arm(CallQueue& queue) {
+  UnaryCall<v1beta1::Empty, v1beta1::DevicePluginOptions>::Arm(options_m_,
+                                                               queue);
+  DeviceStreamCall<v1beta1::Empty, ListAndWatchResponse>::Arm(list_and_watch_m_,
+                                                              queue);
+  UnaryCall<v1beta1::PreferredAllocationRequest,
+            v1beta1::PreferredAllocationResponse>::Arm(preferred_m_, queue);
+  UnaryCall<v1beta1::AllocateRequest, v1beta1::AllocateResponse>::Arm(
+      allocate_m_, queue);
+  UnaryCall<v1beta1::PreStartContainerRequest,
+            v1beta1::PreStartContainerResponse>::Arm(pre_start_m_, queue);
+}
+
+grpc::Status DevicePluginService::GetDevicePluginOptions(
+    const v1beta1::Empty&, v1beta1::DevicePluginOptions* resp) {
   VLOG(1,
        "GetDevicePluginOptions: pre-start not required, preferred "
        "allocation available");
   resp->set_pre_start_required(false);
   resp->set_get_preferred_allocation_available(true);
-  return Done(ctx, grpc::Status::OK);
+  return grpc::Status::OK;
 }
 
-grpc::ServerWriteReactor<ListAndWatchResponse>*
-DevicePluginService::ListAndWatch(grpc::CallbackServerContext*,
-                                  const v1beta1::Empty*) {
-  VLOG(1, "ListAndWatch stream opened");
-  std::shared_ptr<std::atomic<int>> open = options_.open_streams;
-  if (open != nullptr) ++*open;
-  return new DeviceStream<ListAndWatchResponse>(
+DeviceStreamMethod<v1beta1::Empty, ListAndWatchResponse>
+DevicePluginService::ListAndWatchMethod() {
+  return DeviceStream(
+      &service_, &v1beta1::DevicePlugin::AsyncService::RequestListAndWatch,
       devices_,
       [](const DeviceList& list, ListAndWatchResponse* out) {
         VLOG(2, "ListAndWatch: sending {} devices (generation {})",
              list.devices.size(), list.generation);
         ToWire(list, out);
       },
-      [open] {
-        if (open != nullptr) --*open;
-        VLOG(1, "ListAndWatch stream closed");
+      [open = options_.open_streams](std::function<void()>) {
+        VLOG(1, "ListAndWatch stream opened");
+        if (open != nullptr) ++*open;
+        return [open] {
+          if (open != nullptr) --*open;
+          VLOG(1, "ListAndWatch stream closed");
+        };
       });
 }
 
-grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
-    grpc::CallbackServerContext* ctx,
-    const v1beta1::PreferredAllocationRequest* req,
+grpc::Status DevicePluginService::GetPreferredAllocation(
+    const v1beta1::PreferredAllocationRequest& req,
     v1beta1::PreferredAllocationResponse* resp) {
   metrics::ScopedTimer timer(preferred_duration_);
   std::shared_ptr<const DeviceList> list = devices_.Get();
   std::shared_ptr<const NodeTopology> topology =
       options_.topology != nullptr ? options_.topology->Get() : nullptr;
-  for (int i = 0; i < req->container_requests_size(); ++i) {
-    const auto& c = req->container_requests(i);
+  for (int i = 0; i < req.container_requests_size(); ++i) {
+    const auto& c = req.container_requests(i);
     auto chosen = PreferredAllocation(
         *list, Ids(c.available_deviceids()), Ids(c.must_include_deviceids()),
         c.allocation_size(), options_.shared_allocation_policy, topology.get());
@@ -110,7 +137,7 @@ grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
                chosen.status().message());
       CountRefusal(options_.resource_name, kPreferredMethod,
                    chosen.status().code());
-      return Done(ctx, ForContainer(i, chosen.status()));
+      return ForContainer(i, chosen.status());
     }
     VLOG(1,
          "GetPreferredAllocation: container request {}: {} of [{}] (must "
@@ -121,25 +148,22 @@ grpc::ServerUnaryReactor* DevicePluginService::GetPreferredAllocation(
     auto* out = resp->add_container_responses();
     for (std::string& id : *chosen) out->add_deviceids(std::move(id));
   }
-  return Done(ctx, grpc::Status::OK);
+  return grpc::Status::OK;
 }
 
-grpc::ServerUnaryReactor* DevicePluginService::Allocate(
-    grpc::CallbackServerContext* ctx, const v1beta1::AllocateRequest* req,
-    v1beta1::AllocateResponse* resp) {
+grpc::Status DevicePluginService::Allocate(const v1beta1::AllocateRequest& req,
+                                           v1beta1::AllocateResponse* resp) {
   metrics::ScopedTimer timer(allocate_duration_);
-  if (req->container_requests_size() == 0) {
+  if (req.container_requests_size() == 0) {
     LOG_WARN("Allocate refused: request has no container requests");
     CountRefusal(options_.resource_name, kAllocateMethod,
                  absl::StatusCode::kInvalidArgument);
-    return Done(ctx,
-                grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                             "allocate request has no container requests"));
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "allocate request has no container requests");
   }
   std::shared_ptr<const DeviceList> list = devices_.Get();
-  for (int i = 0; i < req->container_requests_size(); ++i) {
-    std::vector<std::string> ids =
-        Ids(req->container_requests(i).devices_ids());
+  for (int i = 0; i < req.container_requests_size(); ++i) {
+    std::vector<std::string> ids = Ids(req.container_requests(i).devices_ids());
     auto alloc = allocator_.Allocate(*list, ids);
     if (!alloc.ok()) {
       LOG_WARN("Allocate refused (container request {}, devices [{}]): {}", i,
@@ -147,7 +171,7 @@ grpc::ServerUnaryReactor* DevicePluginService::Allocate(
       resp->Clear();
       CountRefusal(options_.resource_name, kAllocateMethod,
                    alloc.status().code());
-      return Done(ctx, ForContainer(i, alloc.status()));
+      return ForContainer(i, alloc.status());
     }
     VLOG(1, "Allocate: container request {}: devices [{}]", i,
          absl::StrJoin(ids, ","));
@@ -155,14 +179,14 @@ grpc::ServerUnaryReactor* DevicePluginService::Allocate(
     allocated_devices_.Increment(ids.size());
   }
   allocations_.Increment();
-  return Done(ctx, grpc::Status::OK);
+  return grpc::Status::OK;
 }
 
-grpc::ServerUnaryReactor* DevicePluginService::PreStartContainer(
-    grpc::CallbackServerContext* ctx, const v1beta1::PreStartContainerRequest*,
+grpc::Status DevicePluginService::PreStartContainer(
+    const v1beta1::PreStartContainerRequest&,
     v1beta1::PreStartContainerResponse*) {
   VLOG(1, "PreStartContainer: nothing to do");
-  return Done(ctx, grpc::Status::OK);
+  return grpc::Status::OK;
 }
 
 }  // namespace gdp

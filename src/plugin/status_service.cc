@@ -32,16 +32,22 @@ void ToStatus(const DeviceList& list, const std::string& resource_name,
 
 DeviceStatusService::DeviceStatusService(const DeviceSet& devices,
                                          std::string resource_name)
-    : devices_(devices), resource_name_(std::move(resource_name)) {}
+    : devices_(devices),
+      resource_name_(std::move(resource_name)),
+      list_m_(Unary(
+          &service_, &status::v1::DeviceStatus::AsyncService::RequestList,
+          [this](const auto& req, auto* resp) { return List(req, resp); })) {}
 
-grpc::ServerUnaryReactor* DeviceStatusService::List(
-    grpc::CallbackServerContext* ctx, const status::v1::ListRequest*,
-    status::v1::ListResponse* resp) {
+void DeviceStatusService::Arm(CallQueue& queue) {
+  UnaryCall<status::v1::ListRequest, status::v1::ListResponse>::Arm(list_m_,
+                                                                    queue);
+}
+
+grpc::Status DeviceStatusService::List(const status::v1::ListRequest&,
+                                       status::v1::ListResponse* resp) {
   std::shared_ptr<const DeviceList> list = devices_.Get();
   ToStatus(*list, resource_name_, resp);
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return grpc::Status::OK;
 }
 
 }  // namespace gdp

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "util/thread_name.h"
 
 namespace gdp {
 
@@ -27,7 +28,7 @@ bool SomethingListens(const std::string& socket_path) {
 }
 
 absl::StatusOr<std::unique_ptr<SocketServer>> SocketServer::Start(
-    const std::string& socket_path, std::unique_ptr<grpc::Service> service) {
+    const std::string& socket_path, std::unique_ptr<RpcService> service) {
   ServiceList services;
   services.push_back(std::move(service));
   return Start(socket_path, std::move(services));
@@ -44,35 +45,58 @@ absl::StatusOr<std::unique_ptr<SocketServer>> SocketServer::Start(
     return absl::UnavailableError(absl::StrCat(
         "cannot remove stale ", socket_path, ": ", std::strerror(errno)));
   }
+  std::unique_ptr<SocketServer> s(
+      new SocketServer(socket_path, std::move(services)));
   grpc::ServerBuilder builder;
   builder.AddListeningPort(absl::StrCat("unix:", socket_path),
                            grpc::InsecureServerCredentials());
-  for (const std::unique_ptr<grpc::Service>& service : services) {
-    builder.RegisterService(service.get());
+  for (const std::unique_ptr<RpcService>& service : s->services_) {
+    builder.RegisterService(service->grpc_service());
   }
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr) {
+  s->cq_ = builder.AddCompletionQueue();
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr) {
+    s->cq_->Shutdown();  // nothing was armed: drains at once
+    void* tag;
+    bool ok;
+    while (s->cq_->Next(&tag, &ok)) {
+    }
     return absl::UnavailableError(
         absl::StrCat("cannot serve on ", socket_path,
                      " (is the directory there and writable?)"));
   }
-  return std::unique_ptr<SocketServer>(
-      new SocketServer(socket_path, std::move(services), std::move(server),
-                       GetFileId(socket_path)));
+  s->id_ = GetFileId(socket_path);
+  s->queue_.cq = s->cq_.get();
+  for (const std::unique_ptr<RpcService>& service : s->services_) {
+    service->Arm(s->queue_);
+  }
+  s->thread_ = std::thread([cq = s->cq_.get()] {
+    NameThisThread("gdp-grpc");
+    void* tag;
+    bool ok;
+    while (cq->Next(&tag, &ok)) static_cast<CqTag*>(tag)->Proceed(ok);
+  });
+  return s;
 }
 
-SocketServer::SocketServer(std::string path, ServiceList services,
-                           std::unique_ptr<grpc::Server> server,
-                           std::optional<FileId> id)
-    : path_(std::move(path)),
-      services_(std::move(services)),
-      server_(std::move(server)),
-      id_(id) {}
+SocketServer::SocketServer(std::string path, ServiceList services)
+    : path_(std::move(path)), services_(std::move(services)) {}
 
 SocketServer::~SocketServer() {
-  // A deadline of now cancels open streams instead of waiting for them.
-  server_->Shutdown(std::chrono::system_clock::now());
-  server_->Wait();
+  if (server_ != nullptr) {
+    queue_.stopping = true;
+    // A deadline of now cancels open streams instead of waiting for them,
+    // and fails the calls armed but not matched. A call matched just before
+    // still completes on the queue, so the queue is shut down only once
+    // every call object is gone (the queue's thread runs their last
+    // completions meanwhile; calls answered from other threads are waited
+    // for).
+    server_->Shutdown(std::chrono::system_clock::now());
+    queue_.AwaitNoCalls();
+    cq_->Shutdown();
+    thread_.join();  // the queue is drained
+    server_.reset();
+  }
   if (SocketIntact()) unlink(path_.c_str());
 }
 

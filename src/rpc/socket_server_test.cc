@@ -1,0 +1,256 @@
+// The async serving core (async_call.h, device_stream.h, socket_server.h)
+// with the DevicePlugin service as a generic example: answers at once and
+// later, streams and their changes, and a shutdown that waits for what is
+// in flight and ends streams.
+#include "rpc/socket_server.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "device/device_set.h"
+#include "rpc/async_call.h"
+#include "rpc/device_stream.h"
+#include "v1beta1/api.grpc.pb.h"
+
+namespace gdp {
+namespace {
+
+namespace fs = std::filesystem;
+using v1beta1::AllocateRequest;
+using v1beta1::AllocateResponse;
+using v1beta1::DevicePlugin;
+using v1beta1::Empty;
+using v1beta1::ListAndWatchResponse;
+
+std::vector<Device> Devices(int n) {
+  std::vector<Device> out;
+  for (int i = 0; i < n; ++i) {
+    Device d;
+    d.id = "dev-" + std::to_string(i);
+    out.push_back(d);
+  }
+  return out;
+}
+
+// What a TestService saw; outlives it (the server owns the service).
+struct Seen {
+  std::atomic<int> open{0};
+  std::atomic<int> replied{0};
+  absl::Notification deferred_started;
+};
+
+// Allocate answers with one container response per request, at once or
+// (deferred) from a thread of its own after `delay`; ListAndWatch streams
+// the set.
+class TestService final : public RpcService {
+ public:
+  TestService(DeviceSet& devices, absl::Duration delay, Seen& seen)
+      : seen_(seen),
+        allocate_(DeferredUnary(
+            &service_, &DevicePlugin::AsyncService::RequestAllocate,
+            [this](const AllocateRequest& req, AllocateResponse* resp,
+                   Reply reply) { Allocate(req, resp, std::move(reply)); })),
+        watch_(DeviceStream(
+            &service_, &DevicePlugin::AsyncService::RequestListAndWatch,
+            devices,
+            [](const DeviceList& list, ListAndWatchResponse* out) {
+              for (const Device& d : list.devices) {
+                out->add_devices()->set_id(d.id);
+              }
+            },
+            [&seen](std::function<void()>) {
+              ++seen.open;
+              return std::function<void()>([&seen] { --seen.open; });
+            })),
+        delay_(delay) {}
+
+  ~TestService() override {
+    for (std::thread& t : repliers_) t.join();
+  }
+
+  grpc::Service* grpc_service() override { return &service_; }
+  void Arm(CallQueue& queue) override {
+    UnaryCall<AllocateRequest, AllocateResponse>::Arm(allocate_, queue);
+    DeviceStreamCall<Empty, ListAndWatchResponse>::Arm(watch_, queue);
+  }
+
+ private:
+  void Allocate(const AllocateRequest& req, AllocateResponse* resp,
+                Reply reply) {
+    auto answer = [this, n = req.container_requests_size(), resp,
+                   reply = std::move(reply)] {
+      for (int i = 0; i < n; ++i) resp->add_container_responses();
+      ++seen_.replied;
+      reply(grpc::Status::OK);
+    };
+    if (delay_ == absl::ZeroDuration()) {
+      answer();
+      return;
+    }
+    repliers_.emplace_back([this, answer = std::move(answer)] {
+      if (!seen_.deferred_started.HasBeenNotified()) {
+        seen_.deferred_started.Notify();
+      }
+      absl::SleepFor(delay_);
+      answer();
+    });
+  }
+
+  Seen& seen_;
+  DevicePlugin::AsyncService service_;
+  const UnaryMethod<AllocateRequest, AllocateResponse> allocate_;
+  const DeviceStreamMethod<Empty, ListAndWatchResponse> watch_;
+  const absl::Duration delay_;
+  std::vector<std::thread> repliers_;  // the queue's thread only
+};
+
+class SocketServerTest : public ::testing::Test {
+ protected:
+  SocketServerTest()
+      : dir_(fs::temp_directory_path() /
+             ("gdp-rpc-" + std::to_string(getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())),
+        devices_(Devices(2)) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / "s.sock").string();
+  }
+  ~SocketServerTest() override { fs::remove_all(dir_); }
+
+  void Serve(absl::Duration delay) {
+    auto server = SocketServer::Start(
+        path_, std::make_unique<TestService>(devices_, delay, seen_));
+    EXPECT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+
+  std::unique_ptr<DevicePlugin::Stub> Stub() {
+    return DevicePlugin::NewStub(grpc::CreateChannel(
+        "unix:" + path_, grpc::InsecureChannelCredentials()));
+  }
+
+  static AllocateRequest Request(int containers) {
+    AllocateRequest req;
+    for (int i = 0; i < containers; ++i) req.add_container_requests();
+    return req;
+  }
+
+  fs::path dir_;
+  std::string path_;
+  DeviceSet devices_;
+  Seen seen_;
+  std::unique_ptr<SocketServer> server_;
+};
+
+TEST_F(SocketServerTest, ManyCallersAllAnswered) {
+  Serve(absl::ZeroDuration());
+  std::vector<std::thread> callers;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    callers.emplace_back([&] {
+      auto stub = Stub();
+      for (int i = 0; i < 100; ++i) {
+        grpc::ClientContext ctx;
+        AllocateResponse resp;
+        grpc::Status s = stub->Allocate(&ctx, Request(3), &resp);
+        if (s.ok() && resp.container_responses_size() == 3) ++ok;
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(ok.load(), 400);
+}
+
+TEST_F(SocketServerTest, ShutdownWaitsForAnAnswerGivenLater) {
+  Serve(absl::Milliseconds(300));
+  grpc::Status status;
+  AllocateResponse resp;
+  std::thread caller([&] {
+    grpc::ClientContext ctx;
+    status = Stub()->Allocate(&ctx, Request(2), &resp);
+  });
+  ASSERT_TRUE(
+      seen_.deferred_started.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  server_.reset();  // must not return before the deferred answer went out
+  EXPECT_EQ(seen_.replied.load(), 1);
+  caller.join();
+  // Shutdown cancels calls in flight: the client sees the answer or the
+  // cancellation, never a hang.
+  EXPECT_TRUE(status.ok() || status.error_code() == grpc::CANCELLED ||
+              status.error_code() == grpc::UNAVAILABLE)
+      << status.error_message();
+  EXPECT_FALSE(fs::exists(path_));
+}
+
+TEST_F(SocketServerTest, StreamSendsEachChangeAndEndsAtShutdown) {
+  Serve(absl::ZeroDuration());
+  auto stub = Stub();
+  grpc::ClientContext ctx;
+  auto reader = stub->ListAndWatch(&ctx, Empty());
+  ListAndWatchResponse list;
+  ASSERT_TRUE(reader->Read(&list));
+  EXPECT_EQ(list.devices_size(), 2);
+  EXPECT_EQ(seen_.open.load(), 1);
+
+  devices_.Replace(Devices(3));
+  ASSERT_TRUE(reader->Read(&list));
+  EXPECT_EQ(list.devices_size(), 3);
+  devices_.Replace(Devices(1));
+  ASSERT_TRUE(reader->Read(&list));
+  EXPECT_EQ(list.devices_size(), 1);
+
+  server_.reset();
+  EXPECT_FALSE(reader->Read(&list));
+  EXPECT_FALSE(reader->Finish().ok());
+  EXPECT_EQ(seen_.open.load(), 0);
+}
+
+TEST_F(SocketServerTest, ClientGoingAwayEndsItsStream) {
+  Serve(absl::ZeroDuration());
+  for (int round = 0; round < 20; ++round) {
+    auto stub = Stub();
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    auto reader = stub->ListAndWatch(ctx.get(), Empty());
+    ListAndWatchResponse list;
+    ASSERT_TRUE(reader->Read(&list));
+    ctx->TryCancel();
+    while (reader->Read(&list)) {
+    }
+    reader->Finish();
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (seen_.open.load() != 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(seen_.open.load(), 0);
+  // Changes while streams come and go reach none of the ended ones.
+  devices_.Replace(Devices(4));
+}
+
+TEST_F(SocketServerTest, ChangesWhileWritingAreSentAsTheLatestList) {
+  Serve(absl::ZeroDuration());
+  auto stub = Stub();
+  grpc::ClientContext ctx;
+  auto reader = stub->ListAndWatch(&ctx, Empty());
+  ListAndWatchResponse list;
+  ASSERT_TRUE(reader->Read(&list));
+  for (int n = 1; n <= 50; ++n) devices_.Replace(Devices(n));
+  // Some lists may be skipped (at most one write in flight), but the last
+  // one read is the latest.
+  do {
+    ASSERT_TRUE(reader->Read(&list));
+  } while (list.devices_size() != 50);
+  ctx.TryCancel();
+}
+
+}  // namespace
+}  // namespace gdp
