@@ -123,7 +123,11 @@ AllocatorOptions AllocatorOptionsFor(const Config& c, const Resource& r) {
 
 Daemon::Daemon(const Nvml& nvml, Config config, HealthStateOptions state)
     : nvml_(nvml),
-      nvml_runner_(nvml),
+      // A worker used once per rediscovery interval is kept between uses
+      // rather than started and ended each time.
+      nvml_runner_(nvml, config.rediscover_interval > absl::ZeroDuration()
+                             ? config.rediscover_interval + absl::Seconds(30)
+                             : absl::Seconds(30)),
       config_(std::move(config)),
       health_(XidPolicy::FromEnvironment(config_.disable_healthchecks,
                                          config_.enable_healthchecks),

@@ -38,11 +38,16 @@ std::string ReadPcieRoot(const std::string& sysfs_root,
   const fs::path root(sysfs_root);
   const fs::path link = root / "bus/pci/devices" / bus_id;
   std::error_code error;
-  if (!fs::is_symlink(fs::symlink_status(link, error))) return "";
-  const fs::path target = fs::canonical(link, error);
-  if (error) return "";
-  const fs::path devices = fs::canonical(root / "devices", error);
-  if (error) return "";
+  // One readlink and one stat: sysfs links are relative and point at real
+  // directories under devices/, so the target is resolved lexically
+  // (fs::canonical would readlink every component of both paths, for every GPU
+  // of every rediscovery).
+  const fs::path to = fs::read_symlink(link, error);
+  if (error) return "";  // not a link
+  const fs::path target =
+      (to.is_absolute() ? to : link.parent_path() / to).lexically_normal();
+  if (!fs::is_directory(target, error)) return "";  // dangling
+  const fs::path devices = (root / "devices").lexically_normal();
   // target must be devices/<root bus>/<at least one more component>.
   auto [in_devices, in_target] = std::mismatch(devices.begin(), devices.end(),
                                                target.begin(), target.end());

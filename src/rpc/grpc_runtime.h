@@ -13,8 +13,9 @@
 namespace gdp {
 
 // How often main runs gRPC's due timers in quiet mode: the most a server
-// side timer (a stalled handshake, a keepalive) may fire late.
-inline constexpr absl::Duration kGrpcTimerTick = absl::Seconds(10);
+// side timer (a stalled handshake, a keepalive) may fire late. Our own
+// deadlines do not wait for it (GrpcPreciseTimers).
+inline constexpr absl::Duration kGrpcTimerTick = absl::Seconds(30);
 
 // Makes gRPC quiet for the rest of the process. Call once, in main, before
 // any gRPC object is made; it keeps gRPC initialised until exit (so gRPC
