@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <functional>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -17,6 +19,67 @@
 
 namespace gdp {
 namespace {
+
+// What a config file may hold: a real one is a few KiB, a few levels deep.
+constexpr size_t kMaxConfigBytes = 1 << 20;
+constexpr int kMaxDepth = 32;
+constexpr size_t kMaxScalarBytes = 4096;
+
+// Thrown by Bounds to stop the parser at the first excess.
+struct OutOfBounds {
+  int line;
+  std::string what;
+};
+
+// Checks a document's events, before any node is built: nesting at most
+// kMaxDepth, scalars at most kMaxScalarBytes. Throws OutOfBounds.
+class Bounds final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { line_ = mark.line; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Seen(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Seen(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string& value) override {
+    Seen(mark);
+    if (value.size() > kMaxScalarBytes) {
+      throw OutOfBounds{mark.line + 1,
+                        absl::StrCat("a value of ", value.size(),
+                                     " bytes; at most ", kMaxScalarBytes)};
+    }
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&,
+                       YAML::anchor_t, YAML::EmitterStyle::value) override {
+    Enter(mark);
+  }
+  void OnSequenceEnd() override { --depth_; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Enter(mark);
+  }
+  void OnMapEnd() override { --depth_; }
+
+  // The line of the document's first value (else of its start).
+  int document_line() const { return line_ + 1; }
+
+ private:
+  void Seen(const YAML::Mark& mark) {
+    if (!content_) line_ = mark.line;
+    content_ = true;
+  }
+
+  void Enter(const YAML::Mark& mark) {
+    Seen(mark);
+    if (++depth_ > kMaxDepth) {
+      throw OutOfBounds{mark.line + 1, absl::StrCat("nested deeper than ",
+                                                    kMaxDepth, " levels")};
+    }
+  }
+
+  int depth_ = 0;
+  int line_ = 0;
+  bool content_ = false;
+};
 
 // A value in the file: its node, its path ("flags.migStrategy") and the
 // line of its key (or of the list item).
@@ -590,21 +653,38 @@ absl::StatusOr<ConfigFile> ParseConfigFile(absl::string_view text,
                                            const std::string& path) {
   ConfigFile file;
   file.path = path;
-  std::vector<YAML::Node> documents;
+  if (text.size() > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": larger than ", kMaxConfigBytes,
+                     " bytes; a config file is a few KiB"));
+  }
+  // The events first, for the bounds and for a second document: yaml-cpp
+  // 0.7's LoadAll never ends on text after a flow document (a trailing
+  // comma) and allocates without end, so at most two documents are asked
+  // for.
+  YAML::Node document;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    std::istringstream stream{std::string(text)};
+    YAML::Parser events(stream);
+    Bounds first;
+    if (!events.HandleNextDocument(first)) return file;  // empty
+    Bounds second;
+    if (events.HandleNextDocument(second)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", second.document_line(),
+          ": holds more than one YAML document (or text after the config, "
+          "such as a trailing comma); give one config"));
+    }
+    document = YAML::Load(std::string(text));
+  } catch (const OutOfBounds& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ":", e.line, ": too large: ", e.what));
   } catch (const YAML::ParserException& e) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ":", e.mark.line + 1, ": invalid YAML: ", e.msg));
   }
-  if (documents.size() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ":", LineOfNode(documents[1]),
-                     ": holds more than one YAML document; give one config"));
-  }
-  if (documents.empty()) return file;
   Parser parser(&file);
-  if (!parser.Document(documents[0])) return parser.status();
+  if (!parser.Document(document)) return parser.status();
   return file;
 }
 
@@ -627,6 +707,7 @@ absl::StatusOr<ConfigFile> ReadConfigFile(const std::string& path) {
     }
     if (n == 0) break;
     text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > kMaxConfigBytes) break;  // refused by the parse
   }
   close(fd);
   return ParseConfigFile(text, path);

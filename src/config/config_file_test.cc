@@ -705,3 +705,43 @@ sharing:
 
 }  // namespace
 }  // namespace gdp
+
+namespace gdp {
+namespace {
+
+// Input a user slips into or an attacker writes: refused at once, naming the
+// line, in bounded memory and stack (each of these once crashed or hung).
+TEST(ConfigFileTest, HostileInputIsRefusedBounded) {
+  const std::string sharing =
+      "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
+      "      replicas: 2\n      devices: [";
+  std::string deep;
+  for (int i = 0; i < 2000; ++i) deep += "[";
+  const struct {
+    std::string text;
+    std::string error;
+  } cases[] = {
+      // yaml-cpp's LoadAll allocated without end on a trailing comma.
+      {"{\"version\":\"v1\"},\n",
+       "cfg.yaml:1: holds more than one YAML document (or text after the "
+       "config, such as a trailing comma)"},
+      {"{\"version\":\"v1\"}\n,\n", "cfg.yaml:"},
+      // std::regex overflowed the stack on a 26,000-digit device.
+      {sharing + std::string(26000, '7') + "]\n",
+       "cfg.yaml:6: too large: a value of 26000 bytes; at most 4096"},
+      {sharing + std::string(4000, '7') + "]\n",
+       "cfg.yaml:6: sharing.timeSlicing.resources[0].devices[0]: '"},
+      {"version: v1\nflags:\n  migStrategy: " + std::string(5000, 'x') + "\n",
+       "cfg.yaml:3: too large: a value of 5000 bytes; at most 4096"},
+      {"flags: " + deep + "\n", "cfg.yaml:1: too large: nested deeper than 32"},
+      {"version: v1\n# " + std::string(2 << 20, 'x') + "\n",
+       "cfg.yaml: larger than 1048576 bytes"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_THAT(LoadError(c.text), ::testing::StartsWith(c.error))
+        << c.text.substr(0, 80);
+  }
+}
+
+}  // namespace
+}  // namespace gdp

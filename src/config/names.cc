@@ -1,9 +1,10 @@
 #include "config/names.h"
 
+#include <algorithm>
 #include <cstdint>
-#include <regex>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -69,24 +70,50 @@ struct Names<DeviceApi> {
   };
 };
 
+// Checks here are loops, not std::regex: libstdc++'s regex recurses per
+// character, so a long value (a 26,000-digit device reference) overflowed
+// the stack.
+
+bool IsLowerAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// One DNS label: [a-z0-9]([-a-z0-9]*[a-z0-9])?
+bool IsDnsLabel(absl::string_view s) {
+  if (s.empty() || !IsLowerAlnum(s.front()) || !IsLowerAlnum(s.back())) {
+    return false;
+  }
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return IsLowerAlnum(c) || c == '-'; });
+}
+
 bool IsDnsSubdomain(absl::string_view s) {
-  static const std::regex kSubdomain(
-      "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
-  return s.size() <= 253 && std::regex_match(s.begin(), s.end(), kSubdomain);
+  if (s.empty() || s.size() > 253) return false;
+  for (absl::string_view label : absl::StrSplit(s, '.')) {
+    if (!IsDnsLabel(label)) return false;
+  }
+  return true;
 }
 
 bool IsUuid(absl::string_view s) {
-  static const std::regex kUuid(
-      "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
-      "[0-9a-fA-F]{12}");
-  return std::regex_match(s.begin(), s.end(), kUuid);
+  // 8-4-4-4-12 hex digits.
+  if (s.size() != 36) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? s[i] != '-'
+             : !absl::ascii_isxdigit(static_cast<unsigned char>(s[i]))) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // A decimal number that fits 64 bits, as Go's strconv.ParseUint(s, 10, 0).
 bool IsUnsigned(absl::string_view s) {
-  static const std::regex kDigits("[0-9]+");
   uint64_t unused = 0;
-  return std::regex_match(s.begin(), s.end(), kDigits) &&
+  return !s.empty() && s.size() <= 20 &&
+         std::all_of(s.begin(), s.end(),
+                     [](char c) { return c >= '0' && c <= '9'; }) &&
          absl::SimpleAtoi(s, &unused);
 }
 

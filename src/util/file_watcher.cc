@@ -22,6 +22,9 @@ namespace {
 constexpr uint32_t kMask = IN_CLOSE_WRITE | IN_CREATE | IN_DELETE |
                            IN_MOVED_TO | IN_MOVED_FROM | IN_MODIFY | IN_ATTRIB;
 
+// The longest a burst of directory events may put a change off.
+constexpr absl::Duration kMaxSettle = absl::Seconds(2);
+
 int PollMs(absl::Duration d) {
   if (d == absl::InfiniteDuration()) return -1;
   return static_cast<int>(absl::ToInt64Milliseconds(
@@ -33,9 +36,10 @@ int PollMs(absl::Duration d) {
 std::string ReadFileOrEmpty(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
+  std::string out(kMaxCompared, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<FileWatcher>> FileWatcher::Create(
@@ -99,10 +103,21 @@ FileWatcher::Event FileWatcher::Wait(absl::Duration timeout,
     return Event::kNone;
   }
   if (nfds < 2 || !(fds[1].revents & POLLIN)) return Event::kNone;
-  // Let a burst of events (a ConfigMap swap is several) settle.
+  // Let a burst of events (a ConfigMap swap is several) settle, for at most
+  // kMaxSettle: a directory that never goes quiet (another file written
+  // there all the time) must not hold a reload off for good. Wake() ends
+  // the settling at once.
+  const absl::Time give_up = absl::Now() + kMaxSettle;
   while (DrainInotify()) {
-    pollfd quiet = {inotify_fd_, POLLIN, 0};
-    if (poll(&quiet, 1, PollMs(settle)) <= 0) break;
+    const absl::Duration left = give_up - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    pollfd quiet[2] = {{event_fd_, POLLIN, 0}, {inotify_fd_, POLLIN, 0}};
+    if (poll(quiet, 2, PollMs(std::min(settle, left))) <= 0) break;
+    if (quiet[0].revents & POLLIN) {
+      uint64_t count;
+      (void)!read(event_fd_, &count, sizeof count);
+      break;
+    }
   }
   std::string now = ReadFileOrEmpty(path_);
   if (now == content_) return Event::kNone;

@@ -29,8 +29,10 @@ class FileWatcher {
 
   // Blocks until Wake(), `timeout`, or a change in the directory after which
   // the file's content (read after `settle` of quiet, so a burst of events
-  // makes one change) differs from the last content seen. Returns kChanged
-  // in that case (the new content becomes the baseline), else kNone.
+  // makes one change; at most 2 s of settling however busy the directory
+  // is, and a Wake() cuts it short) differs from the last content seen.
+  // Returns kChanged in that case (the new content becomes the baseline),
+  // else kNone.
   Event Wait(absl::Duration timeout,
              absl::Duration settle = absl::Milliseconds(100));
 
@@ -47,7 +49,12 @@ class FileWatcher {
   int event_fd_;
 };
 
-// The whole file, or an empty string if it cannot be read.
+// How much of a file ReadFileOrEmpty reads: more than any config file may
+// be (config_file.cc refuses those).
+inline constexpr size_t kMaxCompared = 4 << 20;
+
+// The file's first kMaxCompared bytes, or an empty string if it cannot be
+// read.
 std::string ReadFileOrEmpty(const std::string& path);
 
 }  // namespace gdp

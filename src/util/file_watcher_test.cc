@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -75,6 +76,43 @@ TEST_F(FileWatcherTest, WakeEndsWaitWithAndWithoutPath) {
     EXPECT_EQ((*w)->Wait(absl::InfiniteDuration()), FileWatcher::Event::kNone);
     t.join();
   }
+}
+
+// Another file written every 20 ms keeps the directory from going quiet:
+// a change is still seen within the settling bound, and Wake (a SIGTERM)
+// ends the settling at once.
+TEST_F(FileWatcherTest, BusyDirectoryDelaysAChangeOnlyBoundedly) {
+  Write(dir_ / "config.yaml", "a");
+  auto w = FileWatcher::Create((dir_ / "config.yaml").string());
+  ASSERT_TRUE(w.ok()) << w.status();
+  std::atomic<bool> busy{true};
+  std::thread writer([&] {
+    for (int i = 0; busy.load(); ++i) {
+      Write(dir_ / "other", std::to_string(i));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  Write(dir_ / "config.yaml", "b");
+  absl::Time start = absl::Now();
+  FileWatcher::Event e = FileWatcher::Event::kNone;
+  while (e != FileWatcher::Event::kChanged &&
+         absl::Now() - start < absl::Seconds(30)) {
+    e = (*w)->Wait(absl::Seconds(30));
+  }
+  EXPECT_EQ(e, FileWatcher::Event::kChanged);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+
+  std::thread waker([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    (*w)->Wake();
+  });
+  start = absl::Now();
+  (*w)->Wait(absl::Seconds(60));
+  // Settling is cut short by the wake (or ends by its own bound).
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+  waker.join();
+  busy = false;
+  writer.join();
 }
 
 }  // namespace
