@@ -276,6 +276,7 @@ int Serve(const ParsedFlags& flags) {
   sigset_t signals = BlockStopAndReloadSignals();  // before any thread
   // Before any gRPC object, and after the signals are blocked (it starts
   // gRPC's threads).
+  RouteGrpcAndProtobufLogs();
   if (!MakeGrpcQuiet()) {
     VLOG(1, "gRPC's timer threads stay on (this gRPC cannot turn them off)");
   }

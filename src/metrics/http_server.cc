@@ -41,7 +41,6 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  if (host.empty()) host = "0.0.0.0";
   return std::make_pair(host, port);
 }
 
@@ -60,6 +59,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   server->set_socket_options([](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    // An IPv6 socket on "::" takes IPv4 too, as Go's ":port" does, whatever
+    // net.ipv6.bindv6only says (fails harmlessly on an IPv4 socket).
+    int no = 0;
+    setsockopt(sock, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof(no));
   });
   server->set_read_timeout(5);
   server->set_write_timeout(5);
@@ -75,10 +78,20 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
                                                   httplib::Response& res) {
     Answer(probe, res);
   });
-  errno = 0;
   int port = hp->second;
-  bool bound = port == 0 ? (port = server->bind_to_any_port(hp->first)) > 0
-                         : server->bind_to_port(hp->first, port);
+  auto bind = [&server, &port](const std::string& host) {
+    errno = 0;
+    if (port == 0) {
+      const int chosen = server->bind_to_any_port(host);
+      if (chosen > 0) port = chosen;
+      return chosen > 0;
+    }
+    return server->bind_to_port(host, port);
+  };
+  // ":port": both families on one IPv6 socket, or IPv4 alone where the
+  // node has no IPv6.
+  bool bound =
+      hp->first.empty() ? bind("::") || bind("0.0.0.0") : bind(hp->first);
   if (!bound) {
     int err = errno;
     return absl::UnavailableError(absl::StrCat(

@@ -26,8 +26,8 @@ struct HttpServerOptions {
   Probe readyz;   // null: always OK
 };
 
-// Splits "host:port", "[v6-host]:port" or ":port" (host "0.0.0.0": every
-// IPv4 address). Port 0 is allowed (any free port).
+// Splits "host:port", "[v6-host]:port" or ":port" (host "": every address
+// of both families, as Go's ":port"). Port 0 is allowed (any free port).
 // Result on failure: InvalidArgument naming the address.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
     const std::string& address);

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -22,7 +25,7 @@ TEST(SplitHostPortTest, Table) {
     int port = 0;
   };
   const Case cases[] = {
-      {":9445", true, "0.0.0.0", 9445},
+      {":9445", true, "", 9445},
       {"127.0.0.1:8080", true, "127.0.0.1", 8080},
       {"[::1]:80", true, "::1", 80},
       {"localhost:0", true, "localhost", 0},
@@ -127,6 +130,32 @@ TEST_F(HttpServerTest, StopsPromptlyWithAKeptAliveConnection) {
   auto start = std::chrono::steady_clock::now();
   server_.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+// ":port" listens on both families (when the machine has IPv6), as Go's
+// does: an IPv6-only cluster's probes reach it too.
+TEST(HttpServerFamiliesTest, AnyAddressServesIpv4AndIpv6) {
+  Registry r;
+  auto s = HttpServer::Start(":0", r, {});
+  ASSERT_TRUE(s.ok()) << s.status();
+  httplib::Client v4("127.0.0.1", (*s)->port());
+  auto res = v4.Get("/healthz");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  // Only where the loopback has IPv6 at all.
+  const int probe = socket(AF_INET6, SOCK_STREAM, 0);
+  sockaddr_in6 lo{};
+  lo.sin6_family = AF_INET6;
+  lo.sin6_addr = in6addr_loopback;
+  const bool has_v6 =
+      probe >= 0 &&
+      bind(probe, reinterpret_cast<sockaddr*>(&lo), sizeof lo) == 0;
+  if (probe >= 0) close(probe);
+  if (!has_v6) GTEST_SKIP() << "no IPv6 loopback here";
+  httplib::Client v6("::1", (*s)->port());
+  res = v6.Get("/healthz");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
 }
 
 TEST(HttpServerStopTest, StopRightAfterStart) {

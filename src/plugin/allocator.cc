@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "util/quote.h"
 
 namespace gdp {
 namespace {
@@ -81,15 +82,15 @@ absl::StatusOr<ContainerAllocation> Allocator::Allocate(
     const Device* d = list.Find(id);
     if (d == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown device ID '", id, "'"));
+          absl::StrCat("unknown device ID ", Quote(id)));
     }
     if (!seen.insert(id).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device ID '", id, "' is requested more than once"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device ID ", Quote(id), " is requested more than once"));
     }
     if (d->health != Health::kHealthy) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "device '", id, "' is unhealthy: ", d->unhealthy_reason));
+          "device ", Quote(id), " is unhealthy: ", d->unhealthy_reason));
     }
     any_replica = any_replica || d->replica >= 0;
     devices.push_back(d);

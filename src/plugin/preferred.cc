@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "plugin/gpu_choice.h"
 #include "plugin/replica_chooser.h"
+#include "util/quote.h"
 
 namespace gdp {
 namespace {
@@ -133,11 +134,11 @@ absl::StatusOr<std::vector<std::string>> PreferredAllocation(
     const Device* d = list.Find(id);
     if (d == nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat("unknown available device ID '", id, "'"));
+          absl::StrCat("unknown available device ID ", Quote(id)));
     }
     if (!avail.insert(id).second) {
       return absl::InvalidArgumentError(
-          absl::StrCat("available device ID '", id, "' is listed twice"));
+          absl::StrCat("available device ID ", Quote(id), " is listed twice"));
     }
     replicas = replicas || d->replica >= 0;
   }
@@ -145,11 +146,11 @@ absl::StatusOr<std::vector<std::string>> PreferredAllocation(
   for (const std::string& id : must_include) {
     if (!avail.contains(id)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "must-include device ID '", id, "' is not among the available"));
+          "must-include device ID ", Quote(id), " is not among the available"));
     }
     if (!must.insert(id).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("must-include device ID '", id, "' is listed twice"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "must-include device ID ", Quote(id), " is listed twice"));
     }
   }
 

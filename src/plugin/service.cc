@@ -12,7 +12,9 @@
 #include "plugin/preferred.h"
 #include "plugin/wire.h"
 #include "rpc/device_stream.h"
+#include "util/log_limiter.h"
 #include "util/logging.h"
+#include "util/quote.h"
 
 namespace gdp {
 namespace {
@@ -28,6 +30,11 @@ grpc::Status ForContainer(int i, const absl::Status& s) {
 std::vector<std::string> Ids(
     const google::protobuf::RepeatedPtrField<std::string>& ids) {
   return std::vector<std::string>(ids.begin(), ids.end());
+}
+
+// " (N more like it not logged)" when a LogLimiter held lines back.
+std::string Suppressed(uint64_t n) {
+  return n == 0 ? "" : absl::StrCat(" (", n, " more refusals not logged)");
 }
 
 // Counts a refused call of `method`.
@@ -133,8 +140,11 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
         *list, Ids(c.available_deviceids()), Ids(c.must_include_deviceids()),
         c.allocation_size(), options_.shared_allocation_policy, topology.get());
     if (!chosen.ok()) {
-      LOG_WARN("GetPreferredAllocation refused (container request {}): {}", i,
-               chosen.status().message());
+      static LogLimiter limiter;
+      if (uint64_t quiet = 0; limiter.Allow(&quiet)) {
+        LOG_WARN("GetPreferredAllocation refused (container request {}): {}{}",
+                 i, chosen.status().message(), Suppressed(quiet));
+      }
       CountRefusal(options_.resource_name, kPreferredMethod,
                    chosen.status().code());
       return ForContainer(i, chosen.status());
@@ -142,9 +152,8 @@ grpc::Status DevicePluginService::GetPreferredAllocation(
     VLOG(1,
          "GetPreferredAllocation: container request {}: {} of [{}] (must "
          "include [{}]): [{}]",
-         i, c.allocation_size(), absl::StrJoin(c.available_deviceids(), ","),
-         absl::StrJoin(c.must_include_deviceids(), ","),
-         absl::StrJoin(*chosen, ","));
+         i, c.allocation_size(), QuoteList(c.available_deviceids()),
+         QuoteList(c.must_include_deviceids()), absl::StrJoin(*chosen, ","));
     auto* out = resp->add_container_responses();
     for (std::string& id : *chosen) out->add_deviceids(std::move(id));
   }
@@ -155,7 +164,11 @@ grpc::Status DevicePluginService::Allocate(const v1beta1::AllocateRequest& req,
                                            v1beta1::AllocateResponse* resp) {
   metrics::ScopedTimer timer(allocate_duration_);
   if (req.container_requests_size() == 0) {
-    LOG_WARN("Allocate refused: request has no container requests");
+    static LogLimiter limiter;
+    if (uint64_t quiet = 0; limiter.Allow(&quiet)) {
+      LOG_WARN("Allocate refused: request has no container requests{}",
+               Suppressed(quiet));
+    }
     CountRefusal(options_.resource_name, kAllocateMethod,
                  absl::StatusCode::kInvalidArgument);
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -166,15 +179,17 @@ grpc::Status DevicePluginService::Allocate(const v1beta1::AllocateRequest& req,
     std::vector<std::string> ids = Ids(req.container_requests(i).devices_ids());
     auto alloc = allocator_.Allocate(*list, ids);
     if (!alloc.ok()) {
-      LOG_WARN("Allocate refused (container request {}, devices [{}]): {}", i,
-               absl::StrJoin(ids, ","), alloc.status().message());
+      static LogLimiter limiter;
+      if (uint64_t quiet = 0; limiter.Allow(&quiet)) {
+        LOG_WARN("Allocate refused (container request {}, devices {}): {}{}", i,
+                 QuoteList(ids), alloc.status().message(), Suppressed(quiet));
+      }
       resp->Clear();
       CountRefusal(options_.resource_name, kAllocateMethod,
                    alloc.status().code());
       return ForContainer(i, alloc.status());
     }
-    VLOG(1, "Allocate: container request {}: devices [{}]", i,
-         absl::StrJoin(ids, ","));
+    VLOG(1, "Allocate: container request {}: devices {}", i, QuoteList(ids));
     ToWire(*alloc, resp->add_container_responses());
     allocated_devices_.Increment(ids.size());
   }

@@ -155,6 +155,23 @@ TEST_F(ServiceTest, BadAllocateIsRefusedAndServingGoesOn) {
   EXPECT_TRUE(Allocate({{"GPU-1"}}, &resp).ok());
 }
 
+// An ID of any size or bytes is answered with its reason, quoted and cut:
+// a 1 MiB ID once made an error over gRPC's 8 KiB metadata limit (the
+// client saw RESOURCE_EXHAUSTED) and a newline forged log lines.
+TEST_F(ServiceTest, HugeOrForgedIdsAreQuotedAndCut) {
+  v1beta1::AllocateResponse resp;
+  grpc::Status s = Allocate({{std::string(1 << 20, 'x')}}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("(+1048480 bytes)"));
+  EXPECT_LT(s.error_message().size(), 512u);
+
+  s = Allocate({{"GPU-0\nE1124 forged line\x1b[31m"}}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("'GPU-0\\nE1124 forged line\\x1b[31m'"));
+  EXPECT_EQ(s.error_message().find('\n'), std::string::npos);
+}
+
 TEST_F(ServiceTest, PreferredAllocation) {
   v1beta1::PreferredAllocationRequest req;
   auto* c = req.add_container_requests();

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,9 @@ namespace {
 
 constexpr uint32_t kMask = IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM |
                            IN_DELETE_SELF | IN_MOVE_SELF;
+// On the parent: the directory's name appearing or going.
+constexpr uint32_t kParentMask =
+    IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR;
 
 }  // namespace
 
@@ -49,19 +53,55 @@ absl::StatusOr<std::unique_ptr<DirWatcher>> DirWatcher::Create(
   }
   auto w = std::unique_ptr<DirWatcher>(new DirWatcher(std::move(dirs), in, ev));
   for (Watch& watch : w->watches_) {
-    watch.wd = inotify_add_watch(in, watch.names.dir.c_str(), kMask);
-    if (watch.wd < 0) {
-      return absl::UnavailableError(absl::StrCat(
-          "cannot watch ", watch.names.dir, ": ", std::strerror(errno)));
-    }
+    if (absl::Status s = w->WatchNow(watch); !s.ok()) return s;
   }
   return w;
+}
+
+absl::Status DirWatcher::WatchNow(Watch& w) {
+  const std::filesystem::path dir =
+      std::filesystem::path(w.names.dir).lexically_normal();
+  std::filesystem::path parent = dir.parent_path();
+  w.base = dir.filename().string();
+  if (w.base.empty()) {  // "dir/"
+    w.base = parent.filename().string();
+    parent = parent.parent_path();
+  }
+  if (parent.empty()) parent = ".";
+  w.wd = inotify_add_watch(inotify_fd_, w.names.dir.c_str(), kMask);
+  if (w.wd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot watch ", w.names.dir, ": ", std::strerror(errno)));
+  }
+  struct stat st {};
+  if (stat(w.names.dir.c_str(), &st) == 0) {
+    w.ino = st.st_ino;
+    w.dev = st.st_dev;
+  }
+  // Best effort: without it, only a removal the directory reports itself
+  // is seen.
+  w.parent_wd = inotify_add_watch(inotify_fd_, parent.c_str(), kParentMask);
+  if (w.parent_wd < 0) {
+    LOG_WARN("cannot watch {} for {} being replaced: {}", parent.string(),
+             w.names.dir, std::strerror(errno));
+  }
+  return absl::OkStatus();
+}
+
+bool DirWatcher::Replaced(const Watch& w) const {
+  struct stat st {};
+  if (stat(w.names.dir.c_str(), &st) != 0) return true;
+  return st.st_ino != w.ino || st.st_dev != w.dev;
 }
 
 DirWatcher::DirWatcher(std::vector<WatchedDir> dirs, int inotify_fd,
                        int event_fd)
     : inotify_fd_(inotify_fd), event_fd_(event_fd) {
-  for (WatchedDir& d : dirs) watches_.push_back({std::move(d), -1});
+  for (WatchedDir& d : dirs) {
+    Watch w;
+    w.names = std::move(d);
+    watches_.push_back(std::move(w));
+  }
 }
 
 DirWatcher::~DirWatcher() {
@@ -106,6 +146,10 @@ void DirWatcher::Drain(DirEvents* events) {
       p += sizeof(inotify_event) + e->len;
       for (size_t i = 0; i < watches_.size(); ++i) {
         const Watch& w = watches_[i];
+        if (e->wd == w.parent_wd && e->len > 0 && w.base == e->name &&
+            Replaced(w)) {
+          gone[i] = true;
+        }
         if (e->wd != w.wd) continue;
         if (e->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
           gone[i] = true;
@@ -134,12 +178,14 @@ void DirWatcher::Drain(DirEvents* events) {
 }
 
 void DirWatcher::Rewatch(Watch& w) {
+  // The old directory's watch goes with it (or stays on a directory no
+  // longer at the path: removed here). The parent's watch is shared and
+  // is simply added again.
   if (w.wd >= 0) inotify_rm_watch(inotify_fd_, w.wd);
   std::error_code ec;
   std::filesystem::create_directories(w.names.dir, ec);
-  w.wd = inotify_add_watch(inotify_fd_, w.names.dir.c_str(), kMask);
-  if (w.wd < 0) {
-    LOG_ERROR("cannot watch {} again: {}", w.names.dir, std::strerror(errno));
+  if (absl::Status s = WatchNow(w); !s.ok()) {
+    LOG_ERROR("cannot watch {} again: {}", w.names.dir, s.message());
   }
 }
 

@@ -3,9 +3,14 @@
 // kubelet restart), or one of our own sockets deleted (the kubelet wipes
 // the device-plugins directory's sockets when it starts; anyone may delete
 // the DRA plugin's). A watched directory that is removed is created again
-// and watched anew, and that counts as our socket deleted. Knows no GPUs.
+// and watched anew, and that counts as our socket deleted; so does a
+// directory replaced at the same path (seen through its parent, since a
+// removed directory that something still holds open sends no event of its
+// own). Knows no GPUs.
 #ifndef GDP_RPC_DIR_WATCHER_H_
 #define GDP_RPC_DIR_WATCHER_H_
+
+#include <sys/types.h>
 
 #include <memory>
 #include <string>
@@ -57,9 +62,18 @@ class DirWatcher {
   struct Watch {
     WatchedDir names;
     int wd = -1;
+    int parent_wd = -1;  // the parent, for the directory's own name
+    std::string base;    // the directory's name in its parent
+    ino_t ino = 0;       // of the directory watched
+    dev_t dev = 0;
   };
   DirWatcher(std::vector<WatchedDir> dirs, int inotify_fd, int event_fd);
+  // Watches w's directory (and its parent) as it is at its path now.
+  // Result on failure: the inotify error, naming the directory.
+  absl::Status WatchNow(Watch& w);
   void Rewatch(Watch& w);  // after the directory itself was removed
+  // Whether the path no longer names the directory watched.
+  bool Replaced(const Watch& w) const;
   void Drain(DirEvents* events);
 
   std::vector<Watch> watches_;

@@ -1,7 +1,9 @@
 #include "rpc/grpc_runtime.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <grpc/event_engine/event_engine.h>
 #include <grpc/grpc.h>
+#include <grpc/support/log.h>
 
 #include <atomic>
 #include <memory>
@@ -9,6 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "rpc/quiet_engine.h"
+#include "util/logging.h"
 
 #ifdef GDP_GRPC_TIMER_CONTROL
 // gRPC 1.51's iomgr timer manager (src/core/lib/iomgr/timer_manager.h): not
@@ -26,7 +29,51 @@ std::atomic<bool> g_quiet{false};
 absl::Mutex g_precise_mu(absl::kConstInit);
 int g_precise ABSL_GUARDED_BY(g_precise_mu) = 0;
 
+void LogAs(spdlog::level::level_enum level, const char* from, const char* file,
+           int line, const std::string& message) {
+  spdlog::default_logger_raw()->log(
+      spdlog::source_loc{file != nullptr ? file : "?", line, ""}, level,
+      "{}: {}", from, message);
+}
+
+void GrpcLog(gpr_log_func_args* args) {
+  spdlog::level::level_enum level = spdlog::level::info;
+  if (args->severity == GPR_LOG_SEVERITY_ERROR) level = spdlog::level::err;
+  if (args->severity == GPR_LOG_SEVERITY_DEBUG) {
+    if (logging::Verbosity() < 4) return;
+  } else if (args->severity == GPR_LOG_SEVERITY_INFO &&
+             logging::Verbosity() < 2) {
+    return;
+  }
+  LogAs(level, "gRPC", args->file, args->line, args->message);
+}
+
+void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
+                 const std::string& message) {
+  spdlog::level::level_enum to = spdlog::level::warn;
+  switch (level) {
+    case google::protobuf::LOGLEVEL_INFO:
+      to = spdlog::level::info;
+      break;
+    case google::protobuf::LOGLEVEL_WARNING:
+      to = spdlog::level::warn;
+      break;
+    case google::protobuf::LOGLEVEL_ERROR:
+      to = spdlog::level::err;
+      break;
+    case google::protobuf::LOGLEVEL_FATAL:
+      to = spdlog::level::critical;
+      break;
+  }
+  LogAs(to, "protobuf", file, line, message);
+}
+
 }  // namespace
+
+void RouteGrpcAndProtobufLogs() {
+  gpr_set_log_function(GrpcLog);
+  google::protobuf::SetLogHandler(ProtobufLog);
+}
 
 bool MakeGrpcQuiet() {
 #ifdef GDP_GRPC_TIMER_CONTROL

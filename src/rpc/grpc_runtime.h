@@ -24,6 +24,11 @@ inline constexpr absl::Duration kGrpcTimerTick = absl::Seconds(30);
 // turned off (then gRPC runs as it does by default).
 bool MakeGrpcQuiet();
 
+// Sends gRPC's and protobuf's own log lines (a request that does not
+// parse, an assertion) through ours, in our format, instead of raw to
+// stderr. Call once, in main, before any gRPC object.
+void RouteGrpcAndProtobufLogs();
+
 // Whether MakeGrpcQuiet() succeeded. Thread-safe.
 bool GrpcIsQuiet();
 

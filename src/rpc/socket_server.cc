@@ -1,6 +1,7 @@
 #include "rpc/socket_server.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -64,6 +65,21 @@ absl::StatusOr<std::unique_ptr<SocketServer>> SocketServer::Start(
     return absl::UnavailableError(
         absl::StrCat("cannot serve on ", socket_path,
                      " (is the directory there and writable?)"));
+  }
+  // Only root (the kubelet) may connect, whatever the umask: the socket
+  // answers Allocate. (The directory is the kubelet's, root-only.)
+  if (chmod(socket_path.c_str(), 0600) != 0) {
+    const int err = errno;
+    s->server_->Shutdown(std::chrono::system_clock::now());
+    s->cq_->Shutdown();
+    void* tag;
+    bool ok;
+    while (s->cq_->Next(&tag, &ok)) {
+    }
+    s->server_.reset();
+    unlink(socket_path.c_str());
+    return absl::UnavailableError(absl::StrCat(
+        "cannot make ", socket_path, " owner-only: ", std::strerror(err)));
   }
   s->id_ = GetFileId(socket_path);
   s->queue_.cq = s->cq_.get();

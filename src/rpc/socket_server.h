@@ -43,7 +43,8 @@ class SocketServer {
  public:
   // Removes whatever is at `socket_path` (a stale socket), then serves
   // every one of `services` there (none null; each a different gRPC
-  // service) from one thread of its own. Result on failure:
+  // service) from one thread of its own. The socket is mode 0600 whatever
+  // the umask. Result on failure:
   // FailedPrecondition if another process is serving that socket (it is
   // left alone), Unavailable naming the path if it cannot be served.
   static absl::StatusOr<std::unique_ptr<SocketServer>> Start(

@@ -4,7 +4,9 @@
 // in flight and ends streams.
 #include "rpc/socket_server.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -150,6 +152,47 @@ class SocketServerTest : public ::testing::Test {
   Seen seen_;
   std::unique_ptr<SocketServer> server_;
 };
+
+TEST_F(SocketServerTest, SocketIsOwnerOnlyWhateverTheUmask) {
+  const mode_t old = umask(0);
+  Serve(absl::ZeroDuration());
+  umask(old);
+  struct stat st {};
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// Bytes that are not the method's request get a clear refusal, and the
+// server goes on serving.
+TEST_F(SocketServerTest, UnparsableRequestIsRefusedClearly) {
+  Serve(absl::ZeroDuration());
+  auto channel =
+      grpc::CreateChannel("unix:" + path_, grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  const std::string junk = "\xff\xff\xff\xff not a protobuf";
+  grpc::Slice slice(junk);
+  grpc::ByteBuffer request(&slice, 1), response;
+  absl::Notification done;
+  grpc::Status status;
+  generic.UnaryCall(&ctx, "/v1beta1.DevicePlugin/Allocate", {}, &request,
+                    &response, [&](grpc::Status s) {
+                      status = std::move(s);
+                      done.Notify();
+                    });
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // gRPC answers INTERNAL "Unable to parse request".
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_FALSE(status.error_message().empty());
+
+  grpc::ClientContext again;
+  AllocateResponse resp;
+  EXPECT_TRUE(Stub()->Allocate(&again, Request(1), &resp).ok());
+}
 
 TEST_F(SocketServerTest, ManyCallersAllAnswered) {
   Serve(absl::ZeroDuration());

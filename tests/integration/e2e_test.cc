@@ -124,8 +124,11 @@ TEST_F(E2ETest, VerbosityOneLogsEachRpc) {
   EXPECT_THAT(log, HasSubstr("GetPreferredAllocation: container request 0: 2 "
                              "of ["));
   EXPECT_THAT(log, HasSubstr("]): [" + ids + "]"));
-  EXPECT_THAT(
-      log, HasSubstr("Allocate: container request 0: devices [" + ids + "]"));
+  // IDs from a request are logged quoted (util/quote.h).
+  const std::string quoted = "['" + a["devices"][0].get<std::string>() +
+                             "', '" + a["devices"][1].get<std::string>() + "']";
+  EXPECT_THAT(log,
+              HasSubstr("Allocate: container request 0: devices " + quoted));
 }
 
 TEST_F(E2ETest, ReRegistersAfterKubeletRestart) {
