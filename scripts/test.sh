@@ -4,7 +4,8 @@
 #               default, and Debug build too)
 #   build-asan/ clang with AddressSanitizer, UndefinedBehaviorSanitizer and
 #               -Wthread-safety (checks the ABSL_GUARDED_BY annotations)
-# and, once, after the GCC tests, the runtime tests (tests/runtime/run.py:
+# then fuzzes each libFuzzer target for a minute (scripts/fuzz.sh), and,
+# once, after the GCC tests, the runtime tests (tests/runtime/run.py:
 # the image built and run by podman, workload containers from the plugin's
 # answers), which need root, podman and runc (see the README).
 set -euo pipefail
@@ -31,3 +32,6 @@ cmake --build build-asan -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -j"$jobs" --timeout 240)
+
+echo "== fuzzing (bounded; fuzz/)"
+./scripts/fuzz.sh build-asan 60
