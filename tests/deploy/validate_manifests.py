@@ -188,6 +188,14 @@ def check_plugin(ds, rendered, expect, problems):
     if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
       problems.append(f"{where}.securityContext.capabilities.drop: expected "
                       "[ALL]")
+  # Every overlay: the plugin writes only to its host mounts.
+  if sc.get("readOnlyRootFilesystem") is not True:
+    problems.append(f"{where}.securityContext.readOnlyRootFilesystem: "
+                    "expected true")
+  seccomp = (sc.get("seccompProfile") or {}).get("type")
+  if not expect.get("privileged") and seccomp != "RuntimeDefault":
+    problems.append(f"{where}.securityContext.seccompProfile.type: expected "
+                    f"RuntimeDefault, got {seccomp!r}")
 
   # Endpoints and probes.
   addr = setting(c, "--metrics-address", "METRICS_ADDRESS")
