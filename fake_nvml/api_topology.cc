@@ -55,7 +55,9 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
     return r;
   }
   if (is_active == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  *is_active = nvlink->active ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  *is_active = call.session().signals(call.index()).nvlink_active[link]
+                   ? NVML_FEATURE_ENABLED
+                   : NVML_FEATURE_DISABLED;
   return NVML_SUCCESS;
 }
 

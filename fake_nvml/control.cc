@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "fake_nvml/control_command.h"
@@ -55,6 +56,41 @@ void Apply(const ControlCommand& command, Session& session)
     case Kind::kHangAll:
       session.set_hang_all();
       break;
+    case Kind::kRemapPending: {
+      RemappedRows& rows = *session.signals(command.gpu).remapped_rows;
+      ++rows.uncorrectable;
+      rows.pending = true;
+      break;
+    }
+    case Kind::kRemapFailure:
+      session.signals(command.gpu).remapped_rows->failure = true;
+      break;
+    case Kind::kPagesPending:
+      session.signals(command.gpu).retired_pages_pending = true;
+      break;
+    case Kind::kReset: {
+      // The remapping or retirement takes effect; a failure stays (it is
+      // the GPU's, until it is replaced).
+      Session::Signals& signals = session.signals(command.gpu);
+      if (signals.remapped_rows.has_value()) {
+        signals.remapped_rows->pending = false;
+      }
+      signals.retired_pages_pending = false;
+      break;
+    }
+    case Kind::kPcie: {
+      PcieLink& link = session.signals(command.gpu).pcie;
+      link.gen = command.pcie_gen;
+      link.width = command.pcie_width;
+      break;
+    }
+    case Kind::kThrottle:
+      session.signals(command.gpu).throttle_reasons = command.throttle;
+      break;
+    case Kind::kNvLink:
+      session.signals(command.gpu).nvlink_active[command.link] =
+          command.link_active;
+      break;
     case Kind::kRecover:
       session.set_failure(std::nullopt);
       session.clear_mig_failures();
@@ -64,6 +100,54 @@ void Apply(const ControlCommand& command, Session& session)
       session.clear_hangs();
       break;
   }
+}
+
+// What the command needs of its GPU: row remapping (Ampere and later),
+// page retirement (before), a link that exists, a PCIe link within the
+// GPU's maximum. InvalidArgument naming the mismatch otherwise.
+absl::Status CheckAgainstGpu(const ControlCommand& command,
+                             const Session& session)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex) {
+  using Kind = ControlCommand::Kind;
+  if (!command.has_gpu()) return absl::OkStatus();
+  const Gpu& gpu = session.machine().gpus[command.gpu];
+  const Session::Signals& signals = session.signals(command.gpu);
+  switch (command.kind) {
+    case Kind::kRemapPending:
+    case Kind::kRemapFailure:
+      if (!signals.remapped_rows.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "GPU ", command.gpu,
+            " does not remap rows (before Ampere): use pages-pending"));
+      }
+      break;
+    case Kind::kPagesPending:
+      if (signals.remapped_rows.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "GPU ", command.gpu,
+            " remaps rows instead of retiring pages (Ampere and later): use "
+            "remap-pending"));
+      }
+      break;
+    case Kind::kPcie:
+      if (command.pcie_gen > signals.pcie.max_gen ||
+          command.pcie_width > signals.pcie.max_width) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("GPU ", command.gpu, "'s PCIe link is at most gen ",
+                         signals.pcie.max_gen, " x", signals.pcie.max_width));
+      }
+      break;
+    case Kind::kNvLink:
+      if (command.link >= gpu.nvlinks.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("GPU ", command.gpu, " has no NVLink ", command.link,
+                         " (it has ", gpu.nvlinks.size(), ")"));
+      }
+      break;
+    default:
+      break;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -91,6 +175,10 @@ void ApplyControlLine(int line_number, absl::string_view line) {
       command.mig >= session->machine().gpus[command.gpu].mig_devices.size()) {
     Report(absl::StrCat("control line ", line_number, ": no MIG device ",
                         command.mig, " on GPU ", command.gpu));
+    return;
+  }
+  if (absl::Status s = CheckAgainstGpu(command, *session); !s.ok()) {
+    Report(absl::StrCat("control line ", line_number, ": ", s.message()));
     return;
   }
   Apply(command, *session);

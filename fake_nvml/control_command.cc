@@ -1,6 +1,7 @@
 #include "fake_nvml/control_command.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace gdp::fake_nvml {
 namespace {
@@ -16,7 +18,10 @@ namespace {
 constexpr const char* kUsage =
     "expected lose <gpu> | restore <gpu> | xid <gpu> <xid> [<gi> <ci>] | "
     "ecc <gpu> single|double | fail <code> | fail-mig <gpu> <mig> <code> | "
-    "fail-nvlink <gpu> <code> | hang <gpu> | hang-all | recover";
+    "fail-nvlink <gpu> <code> | hang <gpu> | hang-all | recover | "
+    "remap-pending <gpu> | remap-failure <gpu> | pages-pending <gpu> | "
+    "reset <gpu> | pcie <gpu> <gen> <width> | throttle <gpu> <mask> | "
+    "nvlink <gpu> <link> active|inactive";
 
 bool IsDefinedFailure(int code) {
   return (code >= NVML_ERROR_UNINITIALIZED &&
@@ -58,6 +63,64 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
     command.kind = verb == "lose"      ? ControlCommand::Kind::kLose
                    : verb == "restore" ? ControlCommand::Kind::kRestore
                                        : ControlCommand::Kind::kHang;
+  } else if (verb == "remap-pending" || verb == "remap-failure" ||
+             verb == "pages-pending" || verb == "reset") {
+    if (args != 1) return WrongArgs(verb);
+    command.kind =
+        verb == "remap-pending"   ? ControlCommand::Kind::kRemapPending
+        : verb == "remap-failure" ? ControlCommand::Kind::kRemapFailure
+        : verb == "pages-pending" ? ControlCommand::Kind::kPagesPending
+                                  : ControlCommand::Kind::kReset;
+  } else if (verb == "pcie") {
+    if (args != 3) return WrongArgs(verb);
+    command.kind = ControlCommand::Kind::kPcie;
+    if (absl::Status s =
+            ParseNumber(words[2], "PCIe generation", &command.pcie_gen);
+        !s.ok() || command.pcie_gen < 1 || command.pcie_gen > 6) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a PCIe generation is 1 to 6, not \"", words[2], "\""));
+    }
+    if (absl::Status s =
+            ParseNumber(words[3], "PCIe width", &command.pcie_width);
+        !s.ok() || (command.pcie_width & (command.pcie_width - 1)) != 0 ||
+        command.pcie_width == 0 || command.pcie_width > 32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a PCIe link width is 1, 2, 4, 8, 16 or 32 lanes, not "
+                       "\"",
+                       words[3], "\""));
+    }
+  } else if (verb == "throttle") {
+    if (args != 2) return WrongArgs(verb);
+    command.kind = ControlCommand::Kind::kThrottle;
+    absl::string_view mask = words[2];
+    const bool hex = absl::ConsumePrefix(&mask, "0x");
+    const bool parsed =
+        hex ? !mask.empty() && absl::SimpleHexAtoi(mask, &command.throttle) &&
+                  std::all_of(mask.begin(), mask.end(),
+                              [](char c) {
+                                return absl::ascii_isxdigit(
+                                    static_cast<unsigned char>(c));
+                              })
+            : ParseNumber(mask, "mask", &command.throttle).ok();
+    if (!parsed ||
+        (command.throttle & ~uint64_t{nvmlClocksThrottleReasonAll}) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "throttle needs a mask of nvmlClocksThrottleReason* bits (0 to "
+          "0x1ff, decimal or 0x hex), not \"",
+          words[2], "\""));
+    }
+  } else if (verb == "nvlink") {
+    if (args != 3) return WrongArgs(verb);
+    command.kind = ControlCommand::Kind::kNvLink;
+    if (absl::Status s = ParseNumber(words[2], "NVLink index", &command.link);
+        !s.ok()) {
+      return s;
+    }
+    if (words[3] != "active" && words[3] != "inactive") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "an NVLink state is active or inactive, not \"", words[3], "\""));
+    }
+    command.link_active = words[3] == "active";
   } else if (verb == "xid") {
     if (args != 2 && args != 4) return WrongArgs(verb);
     command.kind = ControlCommand::Kind::kXid;

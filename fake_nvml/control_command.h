@@ -14,6 +14,16 @@
 //                              nvmlErrorString blocks
 //   recover                    ends "fail", every "fail-mig", every
 //                              "fail-nvlink" and every hang
+//   remap-pending <gpu>        a row remapping after an uncorrectable error
+//                              waits for a reset (Ampere and later)
+//   remap-failure <gpu>        a row remapping failed (Ampere and later)
+//   pages-pending <gpu>        a retired page waits for a reset (before
+//                              Ampere)
+//   reset <gpu>                a GPU reset: pending remappings and retired
+//                              pages take effect (no longer pending)
+//   pcie <gpu> <gen> <width>   the PCIe link trains at <gen> x<width>
+//   throttle <gpu> <mask>      the clock throttle reasons are <mask>
+//   nvlink <gpu> <link> active|inactive  NVLink <link> goes up or down
 // Blank lines and lines starting with '#' are ignored.
 #ifndef GDP_FAKE_NVML_CONTROL_COMMAND_H_
 #define GDP_FAKE_NVML_CONTROL_COMMAND_H_
@@ -37,7 +47,14 @@ struct ControlCommand {
     kFailNvLink,
     kHang,
     kHangAll,
-    kRecover
+    kRecover,
+    kRemapPending,
+    kRemapFailure,
+    kPagesPending,
+    kReset,
+    kPcie,
+    kThrottle,
+    kNvLink
   };
 
   Kind kind = Kind::kRecover;
@@ -49,6 +66,11 @@ struct ControlCommand {
   bool double_bit = false;                 // ecc
   nvmlReturn_t code = NVML_SUCCESS;        // fail*: a defined code
                                            // other than NVML_SUCCESS
+  unsigned pcie_gen = 0;                   // pcie: 1-6
+  unsigned pcie_width = 0;                 // pcie: 1, 2, 4, 8, 16 or 32
+  unsigned long long throttle = 0;         // throttle: reason bits
+  unsigned link = 0;                       // nvlink: the link index
+  bool link_active = false;                // nvlink: active
 
   // Whether the command names a GPU (to be range-checked by the caller).
   bool has_gpu() const {
@@ -59,7 +81,9 @@ struct ControlCommand {
 
 // Parses one line (without its newline). Returns nullopt for blank and
 // comment lines, InvalidArgument with a short explanation for anything
-// malformed. GPU and MIG device indexes are not range-checked here.
+// malformed (a PCIe generation outside 1-6, a width outside 1, 2, 4, 8, 16,
+// 32, throttle bits outside nvmlClocksThrottleReasonAll). GPU, MIG device
+// and link indexes, and what the GPU supports, are not checked here.
 absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
     absl::string_view line);
 

@@ -112,6 +112,17 @@ nvmlDeviceArchitecture_t ArchitectureOf(int cc_major, int cc_minor) {
   }
 }
 
+bool RemapsRows(nvmlDeviceArchitecture_t architecture) {
+  return architecture >= NVML_DEVICE_ARCH_AMPERE &&
+         architecture != NVML_DEVICE_ARCH_UNKNOWN;
+}
+
+unsigned DefaultPcieGeneration(nvmlDeviceArchitecture_t architecture) {
+  if (architecture <= NVML_DEVICE_ARCH_TURING) return 3;
+  if (architecture <= NVML_DEVICE_ARCH_ADA) return 4;
+  return 5;
+}
+
 nvmlPciInfo_t MakePciInfo(const PciAddress& address, uint32_t device_id,
                           uint32_t subsystem_id) {
   nvmlPciInfo_t info;

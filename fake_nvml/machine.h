@@ -82,6 +82,30 @@ struct MigDevice {
   std::string uuid;               // "MIG-..."
 };
 
+// nvmlDeviceGetRemappedRows (Ampere and later).
+struct RemappedRows {
+  unsigned corrected = 0;      // rows remapped after correctable errors
+  unsigned uncorrectable = 0;  // rows remapped after uncorrectable errors
+  bool pending = false;        // a remapping waits for a GPU reset
+  bool failure = false;        // a remapping failed
+  friend bool operator==(const RemappedRows&, const RemappedRows&) = default;
+};
+
+// A GPU's PCIe link (nvmlDeviceGet{Curr,Max}PcieLink{Generation,Width}).
+struct PcieLink {
+  unsigned gen = 4, max_gen = 4;
+  unsigned width = 16, max_width = 16;
+  friend bool operator==(const PcieLink&, const PcieLink&) = default;
+};
+
+// Whether a GPU of `architecture` remaps rows (Ampere and later, known
+// ones only) rather than retiring pages.
+bool RemapsRows(nvmlDeviceArchitecture_t architecture);
+
+// The PCIe generation a GPU of `architecture` has by default: 3 up to
+// Turing, 4 for Ampere and Ada, 5 from Hopper on (and for unknown ones).
+unsigned DefaultPcieGeneration(nvmlDeviceArchitecture_t architecture);
+
 // One GPU, as the machine file describes it.
 struct Gpu {
   std::string name;
@@ -121,6 +145,12 @@ struct Gpu {
   std::vector<MigDevice> mig_devices;
   unsigned long long supported_events = kDefaultSupportedEvents;
   std::vector<NvLink> nvlinks;
+  // Health signals (README.md, "Health signals"). remapped_rows is set
+  // exactly when RemapsRows(architecture).
+  std::optional<RemappedRows> remapped_rows;
+  bool retired_pages_pending = false;  // only without remapped_rows
+  PcieLink pcie;
+  unsigned long long throttle_reasons = 0;  // nvmlClocksThrottleReason*
 };
 
 // One NVSwitch, the peer of NVLinks on NVSwitch-based systems.

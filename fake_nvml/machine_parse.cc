@@ -130,6 +130,7 @@ Gpu ParseGpu(const YAML::Node& node, const std::string& path, GpuLines* lines) {
     gpu.supported_events =
         ParseEvents(*events, map.FieldPath("supported_events"));
   }
+  ParseGpuHealth(map, &gpu);
   if (auto links = map.Optional("nvlinks")) {
     const std::string field = map.FieldPath("nvlinks");
     std::vector<YAML::Node> items = ParseSequence(*links, field);

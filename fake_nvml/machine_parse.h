@@ -47,6 +47,16 @@ NvSwitch ParseNvSwitch(const YAML::Node& node, const std::string& path,
 // profile than fit, and sets that do not fit the GPU or GPU instance.
 void ParseGpuInstances(YamlMap& map, Gpu* gpu);
 
+// Parses the optional health fields of a GPU entry whose architecture is
+// already known: remapped_rows, retired_pages_pending, pcie and
+// throttle_reasons (schema in README.md), and sets their defaults (a GPU
+// that remaps rows gets remapped_rows all zero; pcie at the
+// architecture's generation, x16). Rejects remapped_rows before Ampere,
+// retired_pages_pending from Ampere on, a PCIe generation outside 1-6 or
+// width outside 1, 2, 4, 8, 16, 32, a current link above its maximum, and
+// throttle reason bits NVML does not define.
+void ParseGpuHealth(YamlMap& map, Gpu* gpu);
+
 // Checks what spans entries: unique UUIDs, minors and bus ids; NVLink peers
 // that exist, are not the GPU itself and link back as many times; each PCIe
 // switch under one host bridge and upstream path; each host bridge in one

@@ -94,6 +94,25 @@ FAKE_NVML_EXPORT nvmlReturn_t
 nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link,
                                     nvmlIntNvLinkDeviceType_t* node_type);
 
+// Health signals. MIG device handles: NOT_SUPPORTED. Row remapping:
+// NOT_SUPPORTED before Ampere; retired pages pending: NOT_SUPPORTED from
+// Ampere on.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(
+    nvmlDevice_t device, unsigned int* corr_rows, unsigned int* unc_rows,
+    unsigned int* is_pending, unsigned int* failure_occurred);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(
+    nvmlDevice_t device, nvmlEnableState_t* is_pending);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int* gen);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int* gen);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int* width);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int* width);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(
+    nvmlDevice_t device, unsigned long long* reasons);
+
 // Events. nvmlEventSetWait (v1) writes only device, eventType and eventData
 // (the v1 nvmlEventData_t); nvmlEventSetWait_v2 writes the whole struct.
 FAKE_NVML_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
@@ -203,6 +222,13 @@ FAKE_NVML_SAME_TYPE(nvmlGpuInstanceGetComputeInstanceProfileInfo);
 FAKE_NVML_SAME_TYPE(nvmlGpuInstanceGetComputeInstances);
 FAKE_NVML_SAME_TYPE(nvmlGpuInstanceGetComputeInstanceById);
 FAKE_NVML_SAME_TYPE(nvmlComputeInstanceGetInfo_v2);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetRemappedRows);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetRetiredPagesPendingStatus);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetCurrPcieLinkGeneration);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetMaxPcieLinkGeneration);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetCurrPcieLinkWidth);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetMaxPcieLinkWidth);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetCurrentClocksThrottleReasons);
 #undef FAKE_NVML_SAME_TYPE
 
 #endif  // GDP_FAKE_NVML_NVML_EXPORTS_H_

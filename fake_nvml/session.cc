@@ -49,7 +49,18 @@ Session::Session(Machine machine)
     : machine_(std::move(machine)),
       generation_(next_generation.fetch_add(1) % kGenerations),
       lost_(machine_.gpus.size(), false),
-      hung_(machine_.gpus.size(), false) {}
+      hung_(machine_.gpus.size(), false) {
+  for (const Gpu& gpu : machine_.gpus) {
+    Signals s;
+    s.remapped_rows = gpu.remapped_rows;
+    s.retired_pages_pending = gpu.retired_pages_pending;
+    s.pcie = gpu.pcie;
+    s.throttle_reasons = gpu.throttle_reasons;
+    for (const NvLink& link : gpu.nvlinks)
+      s.nvlink_active.push_back(link.active);
+    signals_.push_back(std::move(s));
+  }
+}
 
 Session::~Session() {
   for (auto& [handle, set] : event_sets_) set->Close();

@@ -93,6 +93,19 @@ class Session {
   }
   void clear_nvlink_failures() { nvlink_failures_.clear(); }
 
+  // GPU `gpu`'s health signals as they are now: the machine file's, as
+  // control commands (remap-pending, pcie, nvlink, reset, ...) changed
+  // them.
+  struct Signals {
+    std::optional<RemappedRows> remapped_rows;  // Ampere and later only
+    bool retired_pages_pending = false;
+    PcieLink pcie;
+    unsigned long long throttle_reasons = 0;
+    std::vector<bool> nvlink_active;  // one per link of the machine file
+  };
+  Signals& signals(unsigned gpu) { return signals_[gpu]; }
+  const Signals& signals(unsigned gpu) const { return signals_[gpu]; }
+
   // Hang faults: whether calls taking a handle of GPU `index` block ("hang
   // <gpu>"), whether every call blocks ("hang-all"), and ending both kinds.
   // Blocked calls wait on state_mutex with a condition (ApiCall), which
@@ -133,6 +146,7 @@ class Session {
   absl::flat_hash_map<unsigned, nvmlReturn_t> nvlink_failures_;
   std::vector<bool> hung_;
   bool hang_all_ = false;
+  std::vector<Signals> signals_;  // by GPU index
   // Keyed by the handle given out, which is the set's own address. Shared
   // so a waiter keeps its set alive across a concurrent free or shutdown.
   absl::flat_hash_map<nvmlEventSet_t, std::shared_ptr<EventSet>> event_sets_;

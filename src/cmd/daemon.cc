@@ -240,6 +240,16 @@ absl::Status Daemon::Start(NodeGpus node) {
     HealthMonitorOptions o;
     o.sweep_interval = config_.health_probe_interval;
     o.retry_interval = config_.health_probe_interval;
+    // Health signals every twelfth sweep (60 s by default): slow-changing
+    // conditions, read rarely to keep the idle cost down.
+    o.signals_interval = 12 * config_.health_probe_interval;
+    o.nvlink_down_unhealthy = config_.nvlink_down_unhealthy;
+    // An NVLink changed state: read the topology again, so that choices
+    // avoid a link that went down.
+    o.on_topology_change = [this] {
+      absl::MutexLock lock(&health_mu_);
+      if (topology_node_ != nullptr) DiscoverTopologyLocked(topology_node_);
+    };
     monitor_ =
         std::make_unique<HealthMonitor>(nvml_, health_, WatchedGpus(node_), o);
     monitor_thread_ = std::thread([m = monitor_.get()] {

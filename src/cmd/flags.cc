@@ -158,6 +158,11 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
   app.add_option("--health-probe-interval", probe,
                  "how often GPUs are probed for falling off the bus or "
                  "coming back (e.g. 5s)");
+  app.add_flag("--nvlink-down-unhealthy", c.nvlink_down_unhealthy,
+               "also make a GPU unhealthy (until it is reset) when one of "
+               "its NVLinks goes from active to inactive; either way it is "
+               "counted and the topology is read again")
+      ->envname("NVLINK_DOWN_UNHEALTHY");
   std::string nvml_timeout = absl::FormatDuration(c.nvml_timeout);
   app.add_option("--nvml-timeout", nvml_timeout,
                  "how long an NVML call may take before its GPU (or, for a "

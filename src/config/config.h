@@ -179,6 +179,10 @@ struct Config {
   // hour), and how often GPUs are probed for being lost or back.
   absl::Duration health_quiet_period = absl::Seconds(60);
   absl::Duration health_probe_interval = absl::Seconds(5);
+  // Whether an NVLink that was active going inactive also makes its GPU
+  // unhealthy until it is reset (--nvlink-down-unhealthy); either way it
+  // is counted and the topology is read again.
+  bool nvlink_down_unhealthy = false;
   // The deadline of each NVML call after start-up (--nvml-timeout); zero:
   // none.
   absl::Duration nvml_timeout = absl::Seconds(10);

@@ -169,8 +169,7 @@ bool HealthMonitor::SetUp() {
 
 void HealthMonitor::Sweep() {
   next_sweep_ = options_.clock() + options_.sweep_interval;
-  std::vector<WatchedGpu> targets;
-  for (const Watched& gpu : gpus_) targets.push_back({gpu.ref, gpu.migs});
+  const std::vector<WatchedGpu> targets = SweepTargets();
   // A call that hangs costs one deadline; the sweep is then made again at
   // once, when calls about the hung GPU fail at once (at most once per GPU
   // and once for NVML as a whole).
@@ -184,16 +183,33 @@ void HealthMonitor::Sweep() {
   ApplySweep(*answers);
 }
 
+std::vector<WatchedGpu> HealthMonitor::SweepTargets() const {
+  const bool signals = options_.clock() >= next_signals_;
+  std::vector<WatchedGpu> targets;
+  for (const Watched& gpu : gpus_) {
+    targets.push_back({gpu.ref, gpu.migs, signals});
+  }
+  return targets;
+}
+
 void HealthMonitor::ApplySweep(const std::vector<SweepAnswer>& answers) {
   const absl::Time now = options_.clock();
   next_sweep_ = now + options_.sweep_interval;
+  bool topology_changed = false;
   for (size_t i = 0; i < gpus_.size() && i < answers.size(); ++i) {
     Watched& gpu = gpus_[i];
     const ProbeOutcome& out = answers[i].gpu;
+    if (answers[i].signals.has_value()) {
+      next_signals_ = now + options_.signals_interval;
+    }
     switch (out.result) {
       case ProbeResult::kPass:
         tracker_.OnGpuAnswers(gpu.ref, now);
         SweepMigs(gpu, answers[i].migs, now);
+        if (answers[i].signals.has_value() &&
+            ApplySignals(gpu, *answers[i].signals, now)) {
+          topology_changed = true;
+        }
         if (!gpu.registered) {
           Register(gpu);
         } else if (!gpu.last_error.empty()) {
@@ -220,6 +236,9 @@ void HealthMonitor::ApplySweep(const std::vector<SweepAnswer>& answers) {
         }
         break;
     }
+  }
+  if (topology_changed && options_.on_topology_change) {
+    options_.on_topology_change();
   }
 }
 
@@ -338,9 +357,7 @@ void HealthMonitor::Step(absl::Duration max_wait) {
     // A wait that lasts until the sweep is due sweeps in the same job
     // when it saw no event: one wakeup of each thread per idle round.
     std::vector<WatchedGpu> sweep;
-    if (next_sweep_ - clock_now <= wait) {
-      for (const Watched& gpu : gpus_) sweep.push_back({gpu.ref, gpu.migs});
-    }
+    if (next_sweep_ - clock_now <= wait) sweep = SweepTargets();
     absl::StatusOr<WaitAnswer> answer =
         runner_.Call<WaitAnswer>([&nvml = nvml_, set = set_, wait, sweep] {
           return WaitOn(*set, wait, nvml, sweep);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "health/probe.h"
+#include "health/signals.h"
 #include "health/tracker.h"
 #include "nvml/nvml.h"
 #include "nvml/runner.h"
@@ -33,6 +35,16 @@ struct HealthMonitorOptions {
   absl::Duration sweep_interval = absl::Seconds(5);
   // How often a failed NVML is tried again (a new event set).
   absl::Duration retry_interval = absl::Seconds(5);
+  // How often a sweep also reads the GPUs' health signals (health/signals.h:
+  // row remapping, retired pages, PCIe link, throttle reasons, NVLinks).
+  absl::Duration signals_interval = absl::Seconds(30);
+  // Whether an NVLink that was active going inactive also makes its GPU
+  // unhealthy (needs a reset). Either way it is counted and logged, and
+  // on_topology_change runs.
+  bool nvlink_down_unhealthy = false;
+  // Runs on the monitor's thread after a sweep saw an NVLink change state
+  // (so that the topology is read again); none if empty.
+  std::function<void()> on_topology_change;
   // The tracker's clock (sweeps and probes are due by it); tests pass a
   // fake one. NVML waits always use real time.
   std::function<absl::Time()> clock = [] { return absl::Now(); };
@@ -48,6 +60,7 @@ inline constexpr unsigned long long kHealthEventTypes =
 struct WatchedGpu {
   GpuRef ref;
   std::vector<MigInstance> migs;
+  bool read_signals = false;  // a sweep also reads its health signals
 };
 
 // The GPUs of a discovery, with their MIG devices.
@@ -123,6 +136,11 @@ class HealthMonitor {
     nvmlDevice_t handle = nullptr;  // when registered
     bool registered = false;        // on the current event set
     std::string last_error;         // of registration or sweep, logged
+    // Health signals as the last read found them (nullopt: not seen).
+    std::optional<bool> remap_pending, remap_failure, pages_pending;
+    std::vector<bool> nvlinks;               // active, by link index
+    std::vector<bool> nvlinks_down;          // went inactive while watched
+    std::vector<std::string> signal_errors;  // logged once each
   };
 
   // Makes the event set and registers every GPU. False if NVML failed.
@@ -142,6 +160,18 @@ class HealthMonitor {
   void ApplySweep(const std::vector<SweepAnswer>& answers);
   void SweepMigs(const Watched& gpu, const std::vector<ProbeOutcome>& outs,
                  absl::Time now);
+  // The sweep's targets: every GPU, asking for signals when they are due.
+  std::vector<WatchedGpu> SweepTargets() const;
+  // What a signal read found (monitor_signals.cc): metrics, the tracker's
+  // needs-reset conditions, NVLink changes (true if a link changed).
+  bool ApplySignals(Watched& gpu, const GpuSignals& signals, absl::Time now);
+  // A needs-reset condition read as `now`: tells the tracker when it
+  // appears (what, until) and when it goes (a reset: cleared).
+  void Condition(Watched& gpu, std::optional<bool>& seen, bool now_set,
+                 const std::string& what, const std::string& until,
+                 const std::string& cleared, absl::Time now);
+  bool ApplyNvLinks(Watched& gpu, const std::vector<bool>& links,
+                    absl::Time now);
   void RunDueProbes();
   // Frees the event set; a new one is made after retry_interval.
   void DropEventSet();
@@ -159,8 +189,9 @@ class HealthMonitor {
   // waiting on it (which may outlive the monitor after Stop).
   std::vector<Watched> gpus_;
   std::shared_ptr<NvmlEventSet> set_;
-  absl::Time next_sweep_ = absl::InfinitePast();  // tracker clock
-  absl::Time next_setup_ = absl::InfinitePast();  // real time
+  absl::Time next_sweep_ = absl::InfinitePast();    // tracker clock
+  absl::Time next_signals_ = absl::InfinitePast();  // tracker clock
+  absl::Time next_setup_ = absl::InfinitePast();    // real time
   // The event set was made anew at once after GPU_IS_LOST, and no wait on
   // it has worked yet.
   bool remade_after_lost_ = false;

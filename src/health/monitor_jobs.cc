@@ -22,9 +22,18 @@ std::vector<SweepAnswer> SweepAll(const Nvml& nvml,
                                   const std::vector<WatchedGpu>& gpus) {
   std::vector<SweepAnswer> out;
   for (const WatchedGpu& g : gpus) {
-    SweepAnswer a{Probe(nvml, ProbeTarget{g.ref}), {}};
+    SweepAnswer a{Probe(nvml, ProbeTarget{g.ref}), {}, std::nullopt};
     if (a.gpu.result == ProbeResult::kPass && !g.migs.empty()) {
       a.migs = ProbeMigDevices(nvml, g.ref, g.migs);
+    }
+    if (a.gpu.result == ProbeResult::kPass && g.read_signals) {
+      absl::StatusOr<nvmlDevice_t> handle = nvml.DeviceByUuid(g.ref.uuid);
+      if (handle.ok()) {
+        a.signals = ReadSignals(nvml, *handle);
+        if (!a.signals->hang.ok()) a.gpu = OutcomeOf(a.signals->hang);
+      } else if (IsNvmlHang(handle.status())) {
+        a.gpu = OutcomeOf(handle.status());
+      }
     }
     out.push_back(std::move(a));
   }

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "health/monitor.h"
 #include "health/probe.h"
+#include "health/signals.h"
 #include "nvml/nvml.h"
 
 namespace gdp {
@@ -29,13 +30,17 @@ Registration RegisterOn(const Nvml& nvml, NvmlEventSet& set,
                         const std::string& uuid);
 
 // What a sweep found for one GPU: its probe, and for one that answers, the
-// probes of its MIG devices (ProbeMigDevices, in the order of its migs).
+// probes of its MIG devices (ProbeMigDevices, in the order of its migs)
+// and, when its WatchedGpu asked (read_signals), its health signals.
 struct SweepAnswer {
   ProbeOutcome gpu;
   std::vector<ProbeOutcome> migs;
+  std::optional<GpuSignals> signals;
 };
 
-// Probes every GPU of `gpus`, in order.
+// Probes every GPU of `gpus`, in order, and reads the signals of those that
+// answer and ask for them (ReadSignals; a signal read that hung makes the
+// GPU's probe that hang).
 std::vector<SweepAnswer> SweepAll(const Nvml& nvml,
                                   const std::vector<WatchedGpu>& gpus);
 

@@ -109,7 +109,7 @@ absl::Duration HealthTracker::QuietFor(size_t n) const {
 
 void HealthTracker::Fail(const GpuRef& gpu, Gpu& g, Scope scope, State state,
                          const std::string& what, HealthCause cause,
-                         absl::Time now) {
+                         absl::Time now, const std::string& until) {
   auto severity = [](State s) { return static_cast<int>(s); };
   const std::string label = Label(gpu, scope.first, scope.second);
   Unit& u = g.units[scope];
@@ -141,7 +141,8 @@ void HealthTracker::Fail(const GpuRef& gpu, Gpu& g, Scope scope, State state,
       }
       break;
     case State::kNeedsReset:
-      u.reason = absl::StrCat(what, "; unhealthy until the GPU is reset");
+      u.reason = absl::StrCat(what, "; unhealthy ",
+                              until.empty() ? "until the GPU is reset" : until);
       break;
     case State::kLost:
       u.reason = absl::StrCat(what, "; unhealthy until it answers again");
@@ -201,6 +202,19 @@ void HealthTracker::OnGpuLost(const GpuRef& gpu, const std::string& why,
     Fail(gpu, GpuFor(gpu), Scope{kAll, kAll}, State::kLost,
          absl::StrCat("GPU lost (", why, ")"),
          HealthCause{HealthCause::Kind::kLost, 0}, now);
+  }
+  NotifyIfChanged(before);
+}
+
+void HealthTracker::OnNeedsReset(const GpuRef& gpu, const std::string& what,
+                                 const std::string& until, HealthCause cause,
+                                 absl::Time now) {
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    Fail(gpu, GpuFor(gpu), Scope{kAll, kAll}, State::kNeedsReset, what, cause,
+         now, until);
   }
   NotifyIfChanged(before);
 }

@@ -142,6 +142,17 @@ class HealthTracker {
   void OnGpuHung(const GpuRef& gpu, const std::string& why, absl::Time now)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // NVML reports a condition of `gpu` as a whole that a reset cures, or
+  // that lasts until the GPU is replaced (row remapping pending or failed,
+  // retired pages pending, an NVLink that went inactive; health/signals.h):
+  // the whole GPU needs a reset, with reason "<what>; unhealthy <until>"
+  // and `cause`. As a needs-reset XID: kept in the state file, and cleared
+  // by a reset (OnReset, OnGpuAnswers after lost) or OnCleared. A GPU
+  // already needing a reset keeps its reason.
+  void OnNeedsReset(const GpuRef& gpu, const std::string& what,
+                    const std::string& until, HealthCause cause, absl::Time now)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
   // `gpu` was reset by other means (e.g. discovery saw it vanish and come
   // back): every unit of it is cleared as described above.
   void OnReset(const GpuRef& gpu, const std::string& how, absl::Time now)
@@ -230,10 +241,11 @@ class HealthTracker {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The quiet period after the n-th failure within the window.
   absl::Duration QuietFor(size_t n) const;
-  // Makes `unit` of `gpu` unhealthy in `state` with `reason`; logs.
+  // Makes `unit` of `gpu` unhealthy in `state` with `reason`; logs. For
+  // kNeedsReset, `until` replaces "until the GPU is reset" in the reason.
   void Fail(const GpuRef& gpu, Gpu& g, Scope scope, State state,
-            const std::string& what, HealthCause cause, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+            const std::string& what, HealthCause cause, absl::Time now,
+            const std::string& until = "") ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ResetLocked(const GpuRef& gpu, Gpu& g, const std::string& how,
                    absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Gpu& GpuFor(const GpuRef& gpu) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -75,6 +75,20 @@ TEST(TrackerStateTest, EachUnhealthyStateSurvivesARestart) {
       {"needs-reset XID",
        [](HealthTracker& t) { t.OnEvent(kGpu0, Xid(48), t0); },
        {Whole(kGpu0), Whole(kGpu1)}},
+      {"row remapping pending",
+       [](HealthTracker& t) {
+         t.OnNeedsReset(kGpu1, "row remapping pending",
+                        "until the GPU is reset", {HealthCause::Kind::kEcc, 0},
+                        t0);
+       },
+       {Whole(kGpu0), Whole(kGpu1)}},
+      {"row remapping failed",
+       [](HealthTracker& t) {
+         t.OnNeedsReset(kGpu0, "row remapping failed",
+                        "until the GPU is replaced or the node reboots",
+                        {HealthCause::Kind::kEcc, 0}, t0);
+       },
+       {Whole(kGpu0), Mig(kGpu0, 2, 0)}},
       {"recoverable XID",
        [](HealthTracker& t) { t.OnEvent(kGpu1, Xid(94), t0); },
        {Whole(kGpu0), Whole(kGpu1)}},

@@ -423,5 +423,28 @@ TEST_F(TrackerTest, ApplyHealthPublishesOneUpdatePerChange) {
   EXPECT_EQ(set.Get()->Find(kGpu0.uuid + "::0")->unhealthy_reason, "");
 }
 
+TEST_F(TrackerTest, NeedsResetConditionKeepsItsReasonUntilAReset) {
+  tracker_->OnNeedsReset(kGpu0, "row remapping failed",
+                         "until the GPU is replaced or the node reboots",
+                         {HealthCause::Kind::kEcc, 0}, t0_);
+  EXPECT_EQ(Reason(Whole(kGpu0)),
+            "row remapping failed; unhealthy until the GPU is replaced or the "
+            "node reboots");
+  EXPECT_EQ(tracker_->HealthOf(Mig(kGpu0, 1, 0)).cause.kind,
+            HealthCause::Kind::kEcc);
+  EXPECT_TRUE(Healthy(Whole(kGpu1)));
+  // A second condition while it needs a reset: the first reason stays.
+  tracker_->OnNeedsReset(kGpu0, "row remapping pending", "",
+                         {HealthCause::Kind::kEcc, 0}, t0_);
+  EXPECT_THAT(Reason(Whole(kGpu0)), HasSubstr("row remapping failed"));
+  EXPECT_EQ(changes_, 1);
+  tracker_->OnReset(kGpu0, "row remapping is no longer pending", t0_);
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  tracker_->OnNeedsReset(kGpu1, "retired pages pending", "",
+                         {HealthCause::Kind::kEcc, 0}, t0_);
+  EXPECT_EQ(Reason(Whole(kGpu1)),
+            "retired pages pending; unhealthy until the GPU is reset");
+}
+
 }  // namespace
 }  // namespace gdp

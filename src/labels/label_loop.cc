@@ -46,8 +46,19 @@ absl::Status LabelLoop::Step() {
       VLOG(1, "Not labelling a GPU NVML cannot describe: {}", s.message());
     }
   }
-  absl::StatusOr<Labels> labels =
-      ComputeLabels(node, config, ReadNodeFacts(node, config, stamp));
+  NodeFacts facts = ReadNodeFacts(node, config, stamp);
+  if (nvml_ != nullptr && !node.gpus.empty()) {
+    absl::StatusOr<GpuConditions> conditions = runner_->Call<GpuConditions>(
+        [nvml = nvml_, node] { return ReadGpuConditions(*nvml, node); });
+    // A hung read leaves the conditions out (false) this time.
+    if (conditions.ok()) {
+      facts.pcie_degraded = conditions->pcie_degraded;
+      facts.throttled = conditions->throttled;
+    } else {
+      VLOG(1, "GPU conditions not read: {}", conditions.status().message());
+    }
+  }
+  absl::StatusOr<Labels> labels = ComputeLabels(node, config, facts);
   if (!labels.ok()) return labels.status();
   if (labels->size() <= 1) LOG_WARN("No GPU labels: no GPUs found");
   const std::string& path = config.gfd.output_file;

@@ -380,6 +380,8 @@ absl::StatusOr<Labels> ComputeLabels(const NodeGpus& node, const Config& config,
   }
   classes.resize(node.gpus.size());
   out["nvidia.com/gpu.mode"] = GpuMode(classes);
+  if (facts.pcie_degraded) out["nvidia.com/gpu.pcie-degraded"] = "true";
+  if (facts.throttled) out["nvidia.com/gpu.throttled"] = "true";
   return out;
 }
 

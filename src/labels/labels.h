@@ -31,6 +31,13 @@ struct NodeFacts {
   std::vector<absl::StatusOr<uint32_t>> pci_classes;
   // nvidia.com/gfd.timestamp (Unix seconds); absent: no timestamp label.
   std::optional<absl::Time> timestamp;
+  // Our own labels for the operator (not GFD's), each given only when
+  // true (ReadGpuConditions): nvidia.com/gpu.pcie-degraded, some GPU's PCIe
+  // link trains below its maximum generation or width;
+  // nvidia.com/gpu.throttled, some GPU's clocks are slowed down (hardware,
+  // thermal or power brake slowdown).
+  bool pcie_degraded = false;
+  bool throttled = false;
 };
 
 // The labels for `node` under `config` (mig_strategy, sharing) and `facts`.

@@ -151,6 +151,25 @@ TEST(LabelsTest, FullGpusWithoutSharing) {
   EXPECT_EQ(*l, want);
 }
 
+TEST(LabelsTest, OperatorConditionLabelsOnlyWhenTrue) {
+  NodeGpus node = T4s(2);
+  NodeFacts facts = Facts(node);
+  absl::StatusOr<Labels> l = ComputeLabels(node, Config(), facts);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->count("nvidia.com/gpu.pcie-degraded"), 0u);
+  EXPECT_EQ(l->count("nvidia.com/gpu.throttled"), 0u);
+  facts.pcie_degraded = true;
+  facts.throttled = true;
+  l = ComputeLabels(node, Config(), facts);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->at("nvidia.com/gpu.pcie-degraded"), "true");
+  EXPECT_EQ(l->at("nvidia.com/gpu.throttled"), "true");
+  // Without GPUs there is nothing to say.
+  l = ComputeLabels(NodeGpus(), Config(), facts);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->count("nvidia.com/gpu.throttled"), 0u);
+}
+
 TEST(LabelsTest, DriverVersionForms) {
   NodeGpus node = T4s(1);
   node.driver_version = "535.104";

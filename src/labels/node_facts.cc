@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "health/signals.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -58,6 +59,33 @@ absl::StatusOr<uint32_t> ReadPciClass(const std::string& sysfs_root,
         absl::StrCat(path, ": not a PCI class: '", *text, "'"));
   }
   return pci_class;
+}
+
+GpuConditions ReadGpuConditions(const Nvml& nvml, const NodeGpus& node) {
+  GpuConditions out;
+  for (const GpuInfo& g : node.gpus) {
+    absl::StatusOr<nvmlDevice_t> handle = nvml.DeviceByUuid(g.uuid);
+    if (!handle.ok()) {
+      VLOG(1, "GPU {}: conditions not read: {}", g.uuid,
+           handle.status().message());
+      continue;
+    }
+    absl::StatusOr<NvmlPcieLink> link = nvml.PcieLink(*handle);
+    if (link.ok()) {
+      out.pcie_degraded = out.pcie_degraded || PcieDegraded(*link);
+    } else {
+      VLOG(1, "GPU {}: PCIe link not read: {}", g.uuid,
+           link.status().message());
+    }
+    absl::StatusOr<unsigned long long> reasons = nvml.ThrottleReasons(*handle);
+    if (reasons.ok()) {
+      out.throttled = out.throttled || (*reasons & kSlowdownReasons) != 0;
+    } else {
+      VLOG(1, "GPU {}: throttle reasons not read: {}", g.uuid,
+           reasons.status().message());
+    }
+  }
+  return out;
 }
 
 NodeFacts ReadNodeFacts(const NodeGpus& node, const Config& config,

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "device/gpu.h"
 #include "labels/labels.h"
+#include "nvml/nvml.h"
 
 namespace gdp {
 
@@ -26,6 +27,18 @@ std::string ReadMachineType(const std::string& path);
 // read, InvalidArgument when it is not a number; the message names the path.
 absl::StatusOr<uint32_t> ReadPciClass(const std::string& sysfs_root,
                                       const std::string& bus_id);
+
+// The conditions of the GPUs of `node` the operator labels show, read
+// through NVML (by UUID): pcie_degraded when some GPU's PCIe link trains
+// below its maximum generation or width, throttled when some GPU reports
+// a slowdown throttle reason (health/signals.h kSlowdownReasons). A GPU or
+// a read that fails (NOT_SUPPORTED included) counts as neither; failures
+// are logged at -v 1.
+struct GpuConditions {
+  bool pcie_degraded = false;
+  bool throttled = false;
+};
+GpuConditions ReadGpuConditions(const Nvml& nvml, const NodeGpus& node);
 
 // Machine type from config.gfd.machine_type_file, each GPU's PCI class under
 // config.sysfs_root, and `timestamp` unless config.gfd.no_timestamp.

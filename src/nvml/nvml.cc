@@ -75,6 +75,18 @@ namespace gdp {
   X(nvmlDeviceGetBrand)              \
   X(nvmlDeviceGetArchitecture)
 
+// Health signals beyond events (health/signals.h): optional; without one
+// its signal is reported Unimplemented. nvmlDeviceGetRemappedRows came
+// with R450; the others are far older.
+#define GDP_NVML_HEALTH_SYMBOLS(X)          \
+  X(nvmlDeviceGetRemappedRows)              \
+  X(nvmlDeviceGetRetiredPagesPendingStatus) \
+  X(nvmlDeviceGetCurrPcieLinkGeneration)    \
+  X(nvmlDeviceGetMaxPcieLinkGeneration)     \
+  X(nvmlDeviceGetCurrPcieLinkWidth)         \
+  X(nvmlDeviceGetMaxPcieLinkWidth)          \
+  X(nvmlDeviceGetCurrentClocksThrottleReasons)
+
 struct NvmlSymbols {
 #define GDP_NVML_FIELD(name) Fn_##name name = nullptr;
   GDP_NVML_SYMBOLS(GDP_NVML_FIELD)
@@ -82,6 +94,7 @@ struct NvmlSymbols {
   GDP_NVML_WAIT_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_IDENTITY_SYMBOLS(GDP_NVML_FIELD)
+  GDP_NVML_HEALTH_SYMBOLS(GDP_NVML_FIELD)
 #undef GDP_NVML_FIELD
 };
 
@@ -184,6 +197,7 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
   GDP_NVML_WAIT_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
   GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
   GDP_NVML_IDENTITY_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
+  GDP_NVML_HEALTH_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
 #undef GDP_NVML_RESOLVE_OPTIONAL
   if (!missing.empty()) {
     dlclose(lib);
@@ -421,6 +435,56 @@ absl::StatusOr<nvmlDevice_t> Nvml::DeviceByUuid(const std::string& uuid) const {
       [&] { return fns_->nvmlDeviceGetHandleByUUID(uuid.c_str(), &d); });
   if (!s.ok()) return s;
   return d;
+}
+
+absl::StatusOr<NvmlRemappedRows> Nvml::RemappedRows(nvmlDevice_t device) const {
+  unsigned corrected = 0, uncorrectable = 0, pending = 0, failure = 0;
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceGetRemappedRows, "nvmlDeviceGetRemappedRows",
+                   device, &corrected, &uncorrectable, &pending, &failure);
+  if (!s.ok()) return s;
+  return NvmlRemappedRows{corrected, uncorrectable, pending != 0, failure != 0};
+}
+
+absl::StatusOr<bool> Nvml::RetiredPagesPending(nvmlDevice_t device) const {
+  nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceGetRetiredPagesPendingStatus,
+                   "nvmlDeviceGetRetiredPagesPendingStatus", device, &pending);
+  if (!s.ok()) return s;
+  return pending == NVML_FEATURE_ENABLED;
+}
+
+absl::StatusOr<NvmlPcieLink> Nvml::PcieLink(nvmlDevice_t device) const {
+  NvmlPcieLink link;
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceGetCurrPcieLinkGeneration,
+                   "nvmlDeviceGetCurrPcieLinkGeneration", device, &link.gen);
+  if (s.ok()) {
+    s = CallOptional(fns_->nvmlDeviceGetMaxPcieLinkGeneration,
+                     "nvmlDeviceGetMaxPcieLinkGeneration", device,
+                     &link.max_gen);
+  }
+  if (s.ok()) {
+    s = CallOptional(fns_->nvmlDeviceGetCurrPcieLinkWidth,
+                     "nvmlDeviceGetCurrPcieLinkWidth", device, &link.width);
+  }
+  if (s.ok()) {
+    s = CallOptional(fns_->nvmlDeviceGetMaxPcieLinkWidth,
+                     "nvmlDeviceGetMaxPcieLinkWidth", device, &link.max_width);
+  }
+  if (!s.ok()) return s;
+  return link;
+}
+
+absl::StatusOr<unsigned long long> Nvml::ThrottleReasons(
+    nvmlDevice_t device) const {
+  unsigned long long reasons = 0;
+  absl::Status s = CallOptional(fns_->nvmlDeviceGetCurrentClocksThrottleReasons,
+                                "nvmlDeviceGetCurrentClocksThrottleReasons",
+                                device, &reasons);
+  if (!s.ok()) return s;
+  return reasons;
 }
 
 absl::StatusOr<unsigned long long> Nvml::SupportedEventTypes(

@@ -82,6 +82,22 @@ struct NvmlNvLinkPeer {
   nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
 };
 
+// nvmlDeviceGetRemappedRows: rows remapped after correctable and after
+// uncorrectable memory errors, whether a remapping waits for a GPU reset,
+// and whether a remapping failed.
+struct NvmlRemappedRows {
+  unsigned corrected = 0;
+  unsigned uncorrectable = 0;
+  bool pending = false;
+  bool failure = false;
+};
+
+// A GPU's PCIe link: current and maximum generation and width (lanes).
+struct NvmlPcieLink {
+  unsigned gen = 0, max_gen = 0;
+  unsigned width = 0, max_width = 0;
+};
+
 class Nvml {
  public:
   // Loads libnvidia-ml.so.1 and calls nvmlInit_v2 once. With driver_root "/"
@@ -151,6 +167,18 @@ class Nvml {
   // "MIG-.."); NotFound (NVML_ERROR_NOT_FOUND) if there is none, Unavailable
   // (NVML_ERROR_GPU_IS_LOST) if the GPU fell off the bus.
   absl::StatusOr<nvmlDevice_t> DeviceByUuid(const std::string& uuid) const;
+
+  // Health signals read by the health monitor's sweeps. Each entry point
+  // is optional in the library: Unimplemented with NvmlCode
+  // NVML_ERROR_FUNCTION_NOT_FOUND when missing, Unimplemented
+  // (NVML_ERROR_NOT_SUPPORTED) when the GPU has no such thing (row
+  // remapping before Ampere, retired pages pending from Ampere on).
+  absl::StatusOr<NvmlRemappedRows> RemappedRows(nvmlDevice_t device) const;
+  absl::StatusOr<bool> RetiredPagesPending(nvmlDevice_t device) const;
+  // The four PCIe link calls; the first that fails decides the result.
+  absl::StatusOr<NvmlPcieLink> PcieLink(nvmlDevice_t device) const;
+  // A mask of nvmlClocksThrottleReason* bits.
+  absl::StatusOr<unsigned long long> ThrottleReasons(nvmlDevice_t device) const;
 
   // Events (health monitoring).
 

@@ -258,6 +258,24 @@ typedef enum nvmlIntNvLinkDeviceType_enum {
   NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF
 } nvmlIntNvLinkDeviceType_t;
 
+// Clock throttle reasons (nvmlDeviceGetCurrentClocksThrottleReasons), a
+// bit mask. The slowdowns NVIDIA documents as a sign of trouble: HwSlowdown
+// (the hardware cut clocks: thermal, power brake or power supply),
+// SwThermalSlowdown (the driver cut clocks to cool the GPU), and the two
+// hardware causes HwThermalSlowdown and HwPowerBrakeSlowdown.
+#define nvmlClocksThrottleReasonGpuIdle 0x0000000000000001ULL
+#define nvmlClocksThrottleReasonApplicationsClocksSetting 0x0000000000000002ULL
+#define nvmlClocksThrottleReasonSwPowerCap 0x0000000000000004ULL
+#define nvmlClocksThrottleReasonHwSlowdown 0x0000000000000008ULL
+#define nvmlClocksThrottleReasonSyncBoost 0x0000000000000010ULL
+#define nvmlClocksThrottleReasonSwThermalSlowdown 0x0000000000000020ULL
+#define nvmlClocksThrottleReasonHwThermalSlowdown 0x0000000000000040ULL
+#define nvmlClocksThrottleReasonHwPowerBrakeSlowdown 0x0000000000000080ULL
+#define nvmlClocksThrottleReasonDisplayClockSetting 0x0000000000000100ULL
+#define nvmlClocksThrottleReasonNone 0x0000000000000000ULL
+// Every reason this API defines.
+#define nvmlClocksThrottleReasonAll 0x00000000000001FFULL
+
 // Event types (bit mask).
 #define nvmlEventTypeSingleBitEccError 0x0000000000000001LL
 #define nvmlEventTypeDoubleBitEccError 0x0000000000000002LL
@@ -320,6 +338,28 @@ typedef nvmlReturn_t (*Fn_nvmlDeviceGetNvLinkRemotePciInfo_v2)(
     nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci);
 typedef nvmlReturn_t (*Fn_nvmlDeviceGetNvLinkRemoteDeviceType)(
     nvmlDevice_t device, unsigned int link, nvmlIntNvLinkDeviceType_t* type);
+// GPU health beyond events. Row remapping (R450, Ampere and later; older
+// GPUs answer NOT_SUPPORTED): rows remapped after correctable and
+// uncorrectable errors, a remapping that waits for a GPU reset, and a
+// remapping that failed. Retired pages pending (GPUs before Ampere, which
+// retire pages instead; Ampere and later answer NOT_SUPPORTED): a retired
+// page waits for a reset or reboot to take effect. PCIe link and clock
+// throttle reasons: old entry points, all optional in the client.
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetRemappedRows)(
+    nvmlDevice_t device, unsigned int* corr_rows, unsigned int* unc_rows,
+    unsigned int* is_pending, unsigned int* failure_occurred);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetRetiredPagesPendingStatus)(
+    nvmlDevice_t device, nvmlEnableState_t* is_pending);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetCurrPcieLinkGeneration)(
+    nvmlDevice_t device, unsigned int* gen);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetMaxPcieLinkGeneration)(
+    nvmlDevice_t device, unsigned int* gen);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetCurrPcieLinkWidth)(nvmlDevice_t device,
+                                                          unsigned int* width);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetMaxPcieLinkWidth)(nvmlDevice_t device,
+                                                         unsigned int* width);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetCurrentClocksThrottleReasons)(
+    nvmlDevice_t device, unsigned long long* reasons);
 typedef nvmlReturn_t (*Fn_nvmlEventSetCreate)(nvmlEventSet_t* set);
 typedef nvmlReturn_t (*Fn_nvmlDeviceRegisterEvents)(
     nvmlDevice_t device, unsigned long long event_types, nvmlEventSet_t set);

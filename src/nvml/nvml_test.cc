@@ -212,6 +212,38 @@ TEST_F(NvmlTest, DriverWithoutArchitectureStillHasBrand) {
               HasSubstr("nvmlDeviceGetArchitecture"));
 }
 
+TEST_F(NvmlTest, HealthSignals) {
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  nvmlDevice_t gpu = *(*nvml)->DeviceByIndex(0);
+  absl::StatusOr<NvmlRemappedRows> rows = (*nvml)->RemappedRows(gpu);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_FALSE(rows->pending);
+  EXPECT_FALSE(rows->failure);
+  // Ampere and later remap rows instead of retiring pages.
+  EXPECT_EQ(NvmlCode((*nvml)->RetiredPagesPending(gpu).status()),
+            NVML_ERROR_NOT_SUPPORTED);
+  absl::StatusOr<NvmlPcieLink> link = (*nvml)->PcieLink(gpu);
+  ASSERT_TRUE(link.ok()) << link.status();
+  EXPECT_EQ(link->gen, link->max_gen);
+  EXPECT_EQ(link->width, 16u);
+  EXPECT_EQ(*(*nvml)->ThrottleReasons(gpu), 0u);
+}
+
+TEST_F(NvmlTest, DriverWithoutRemappedRowsReadsTheOtherSignals) {
+  UseLibrary(GDP_FAKE_NVML_PRE_MIG_LIB);
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  nvmlDevice_t gpu = *(*nvml)->DeviceByIndex(0);
+  absl::Status rows = (*nvml)->RemappedRows(gpu).status();
+  EXPECT_EQ(rows.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(NvmlCode(rows), NVML_ERROR_FUNCTION_NOT_FOUND);
+  EXPECT_THAT(std::string(rows.message()),
+              HasSubstr("nvmlDeviceGetRemappedRows"));
+  EXPECT_TRUE((*nvml)->PcieLink(gpu).ok());
+  EXPECT_TRUE((*nvml)->ThrottleReasons(gpu).ok());
+}
+
 TEST_F(NvmlTest, InitFailureCarriesNvmlCode) {
   unsetenv("FAKE_NVML_MACHINE");
   auto nvml = Nvml::Open(root_.string());

@@ -1,0 +1,244 @@
+// The monitor's health signals against the fake libnvidia-ml.so.1: row
+// remapping and retired pages pending make a GPU need a reset (cleared by a
+// reset), PCIe and throttle reasons are metrics only, an NVLink going
+// inactive is counted, re-reads the topology and, when asked, makes the GPU
+// unhealthy. Sweeps run on a fake clock; signals are read at every sweep.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "health/monitor.h"
+#include "metrics/exposition.h"
+#include "metrics/registry.h"
+
+namespace gdp {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class MonitorSignalsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ =
+        fs::temp_directory_path() / ("gdp-signals-" + std::to_string(getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "usr/lib64");
+    fs::create_symlink(GDP_FAKE_NVML_LIB,
+                       root_ / "usr/lib64/libnvidia-ml.so.1");
+    control_ = root_ / "control";
+    setenv("FAKE_NVML_CONTROL", control_.c_str(), 1);
+  }
+  void TearDown() override {
+    monitor_.reset();
+    tracker_.reset();
+    nvml_.reset();
+    unsetenv("FAKE_NVML_CONTROL");
+    unsetenv("FAKE_NVML_MACHINE");
+    fs::remove_all(root_);
+  }
+
+  // Opens NVML on shipped machine `name` and watches every GPU; signals
+  // are read at every sweep (each step advances the clock past it).
+  void Start(const std::string& name, bool nvlink_down_unhealthy = false) {
+    setenv("FAKE_NVML_MACHINE",
+           (std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml").c_str(), 1);
+    auto nvml = Nvml::Open(root_.string());
+    ASSERT_TRUE(nvml.ok()) << nvml.status();
+    nvml_ = *std::move(nvml);
+    std::vector<WatchedGpu> watched;
+    for (unsigned i = 0; i < *nvml_->DeviceCount(); ++i) {
+      refs_.push_back({*nvml_->Uuid(*nvml_->DeviceByIndex(i)), i});
+      watched.push_back({refs_.back(), {}});
+    }
+    tracker_ = std::make_unique<HealthTracker>(XidPolicy());
+    HealthMonitorOptions m;
+    m.wait_slice = absl::Milliseconds(20);
+    m.sweep_interval = absl::Seconds(5);
+    m.signals_interval = absl::Seconds(5);
+    m.retry_interval = absl::Milliseconds(10);
+    m.nvlink_down_unhealthy = nvlink_down_unhealthy;
+    m.on_topology_change = [this] { ++topology_changes_; };
+    m.clock = [this] {
+      absl::MutexLock lock(&mu_);
+      return now_;
+    };
+    monitor_ = std::make_unique<HealthMonitor>(*nvml_, *tracker_,
+                                               std::move(watched), m);
+    monitor_->Step(absl::ZeroDuration());
+  }
+
+  void Inject(const std::string& line) {
+    std::ofstream(control_, std::ios::app) << line << "\n";
+  }
+
+  // Sweeps (the fake clock moves a sweep interval each time) until `done`,
+  // for at most 5 s of real time.
+  bool SweepUntil(const std::function<bool()>& done) {
+    const absl::Time limit = absl::Now() + absl::Seconds(5);
+    while (absl::Now() < limit) {
+      {
+        absl::MutexLock lock(&mu_);
+        now_ += absl::Seconds(5);
+      }
+      monitor_->Step(absl::Milliseconds(20));
+      if (done()) return true;
+    }
+    return false;
+  }
+  // A few sweeps, for what must not happen.
+  void Sweeps(int n) {
+    for (int i = 0; i < n; ++i) SweepUntil([] { return true; });
+  }
+
+  Device Gpu(unsigned index) const {
+    Device d;
+    d.id = refs_[index].uuid;
+    d.gpu_uuid = refs_[index].uuid;
+    d.gpu_index = index;
+    return d;
+  }
+  bool Healthy(unsigned index) const {
+    return tracker_->HealthOf(Gpu(index)).health == Health::kHealthy;
+  }
+  std::string Reason(unsigned index) const {
+    return tracker_->HealthOf(Gpu(index)).reason;
+  }
+  // The metrics text now.
+  static std::string Metrics() {
+    return metrics::RenderText(metrics::DefaultRegistry().Collect());
+  }
+  // The sample line of `name` for GPU `index` (with `more` labels after
+  // gpu and uuid), or "" if none.
+  std::string Sample(const std::string& name, unsigned index,
+                     const std::string& more = "") const {
+    const std::string head = name + "{gpu=\"" + std::to_string(index) +
+                             "\",uuid=\"" + refs_[index].uuid + "\"" + more +
+                             "}";
+    const std::string text = Metrics();
+    const size_t at = text.find(head);
+    if (at == std::string::npos) return "";
+    return text.substr(at, text.find('\n', at) - at);
+  }
+
+  fs::path root_, control_;
+  absl::Mutex mu_;
+  absl::Time now_ = absl::FromUnixSeconds(1700000000);
+  std::atomic<int> topology_changes_{0};
+  std::unique_ptr<Nvml> nvml_;
+  std::vector<GpuRef> refs_;
+  std::unique_ptr<HealthTracker> tracker_;
+  std::unique_ptr<HealthMonitor> monitor_;
+};
+
+TEST_F(MonitorSignalsTest, PendingRowRemapNeedsAResetAndTheResetClearsIt) {
+  Start("dgx-a100");
+  Inject("remap-pending 3");
+  ASSERT_TRUE(SweepUntil([&] { return !Healthy(3); }));
+  EXPECT_THAT(Reason(3), HasSubstr("row remapping pending"));
+  EXPECT_THAT(Reason(3), HasSubstr("unhealthy until the GPU is reset"));
+  EXPECT_EQ(tracker_->HealthOf(Gpu(3)).cause.kind, HealthCause::Kind::kEcc);
+  EXPECT_TRUE(Healthy(2));
+  Sweeps(3);  // still pending: still unhealthy, and no new failure
+  EXPECT_FALSE(Healthy(3));
+  EXPECT_EQ(tracker_->Export(now_).gpus.at(refs_[3].uuid).units.at(0).state,
+            SavedUnitState::kNeedsReset);
+  EXPECT_THAT(
+      Sample("gpu_device_plugin_remapped_rows", 3, ",cause=\"uncorrectable\""),
+      HasSubstr(" 1"));
+  Inject("reset 3");
+  ASSERT_TRUE(SweepUntil([&] { return Healthy(3); }));
+}
+
+TEST_F(MonitorSignalsTest, RemapFailureLastsUntilTheGpuIsReplaced) {
+  Start("dgx-a100");
+  Inject("remap-failure 5");
+  ASSERT_TRUE(SweepUntil([&] { return !Healthy(5); }));
+  EXPECT_THAT(Reason(5), HasSubstr("row remapping failed"));
+  EXPECT_THAT(Reason(5),
+              HasSubstr("unhealthy until the GPU is replaced or the node "
+                        "reboots"));
+  Inject("reset 5");  // a reset does not cure it
+  Sweeps(3);
+  EXPECT_FALSE(Healthy(5));
+}
+
+TEST_F(MonitorSignalsTest, RetiredPagesPendingNeedAReset) {
+  Start("dgx1-v100");
+  Inject("pages-pending 6");
+  ASSERT_TRUE(SweepUntil([&] { return !Healthy(6); }));
+  EXPECT_THAT(Reason(6), HasSubstr("retired pages pending"));
+  Inject("reset 6");
+  ASSERT_TRUE(SweepUntil([&] { return Healthy(6); }));
+}
+
+TEST_F(MonitorSignalsTest, PcieAndThrottleAreMetricsOnly) {
+  Start("dgx-a100");
+  Inject("pcie 2 3 8");
+  Inject("throttle 1 0x48");
+  ASSERT_TRUE(SweepUntil([&] {
+    return Sample("gpu_device_plugin_pcie_link_degraded", 2) != "" &&
+           Sample("gpu_device_plugin_pcie_link_degraded", 2).back() == '1' &&
+           Sample("gpu_device_plugin_throttle_slowdown", 1,
+                  ",reason=\"hw_thermal\"")
+                   .back() == '1';
+  }));
+  EXPECT_THAT(Sample("gpu_device_plugin_pcie_link_width", 2), HasSubstr(" 8"));
+  EXPECT_THAT(Sample("gpu_device_plugin_pcie_link_generation", 2),
+              HasSubstr(" 3"));
+  EXPECT_EQ(Sample("gpu_device_plugin_pcie_link_degraded", 1).back(), '0');
+  EXPECT_EQ(Sample("gpu_device_plugin_throttle_slowdown", 1,
+                   ",reason=\"hw_slowdown\"")
+                .back(),
+            '1');
+  EXPECT_EQ(
+      Sample("gpu_device_plugin_throttle_slowdown", 1, ",reason=\"sw_thermal\"")
+          .back(),
+      '0');
+  for (unsigned i = 0; i < 8; ++i) EXPECT_TRUE(Healthy(i)) << i;
+}
+
+TEST_F(MonitorSignalsTest, NvLinkDownIsCountedAndReReadsTheTopology) {
+  Start("dgx-a100");
+  Sweeps(1);  // the links are known active
+  const int before = topology_changes_.load();
+  Inject("nvlink 4 5 inactive");
+  ASSERT_TRUE(SweepUntil([&] { return topology_changes_.load() > before; }));
+  EXPECT_THAT(Sample("gpu_device_plugin_nvlink_down_total", 4, ",link=\"5\""),
+              HasSubstr(" 1"));
+  EXPECT_TRUE(Healthy(4));  // not unhealthy unless asked
+  Inject("nvlink 4 5 active");
+  ASSERT_TRUE(
+      SweepUntil([&] { return topology_changes_.load() > before + 1; }));
+  EXPECT_TRUE(Healthy(4));
+}
+
+TEST_F(MonitorSignalsTest, NvLinkDownMakesTheGpuUnhealthyWhenAsked) {
+  Start("dgx-a100", /*nvlink_down_unhealthy=*/true);
+  Sweeps(1);
+  Inject("nvlink 6 0 inactive");
+  ASSERT_TRUE(SweepUntil([&] { return !Healthy(6); }));
+  EXPECT_THAT(Reason(6), HasSubstr("NVLink 0 went inactive"));
+  Inject("nvlink 6 0 active");
+  ASSERT_TRUE(SweepUntil([&] { return Healthy(6); }));
+}
+
+TEST_F(MonitorSignalsTest, FailingReadsAreNotUnhealthy) {
+  Start("dgx-a100");
+  Inject("fail-nvlink 0 999");
+  Sweeps(3);
+  EXPECT_TRUE(Healthy(0));
+  EXPECT_THAT(Metrics(), Not(HasSubstr("nvlink_down_total{gpu=\"0\"")));
+}
+
+}  // namespace
+}  // namespace gdp
