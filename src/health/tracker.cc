@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "util/logging.h"
 
@@ -115,10 +116,22 @@ void HealthTracker::Fail(const GpuRef& gpu, Gpu& g, Scope scope, State state,
   Unit& u = g.units[scope];
   const bool was_healthy = u.state == State::kHealthy;
   if (!was_healthy && severity(state) <= severity(u.state)) {
+    // The same failure again (a GPU that stays lost fails every sweep) is
+    // a state, not news: logged at -v 1 only; a different one at INFO.
+    const bool same = absl::StrContains(u.reason, what);
     if (state == State::kRecoverable && u.state == State::kRecoverable) {
       u.probe_at = now + u.quiet;
-      LOG_INFO("{}: {} while unhealthy: its quiet period of {} starts again",
-               label, what, absl::FormatDuration(u.quiet));
+      if (same) {
+        VLOG(1,
+             "{}: {} again while unhealthy: its quiet period of {} starts "
+             "again",
+             label, what, absl::FormatDuration(u.quiet));
+      } else {
+        LOG_INFO("{}: {} while unhealthy: its quiet period of {} starts again",
+                 label, what, absl::FormatDuration(u.quiet));
+      }
+    } else if (same) {
+      VLOG(1, "{}: {} again while unhealthy", label, what);
     } else {
       LOG_INFO("{}: {} while unhealthy ({})", label, what, u.reason);
     }
