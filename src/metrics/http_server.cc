@@ -4,9 +4,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "metrics/exposition.h"
 #include "util/thread_name.h"
 
@@ -24,6 +30,64 @@ void Answer(const Probe& probe, httplib::Response& res) {
                     "text/plain; charset=utf-8");
   }
 }
+
+// Runs each connection on a thread of its own, started for it and ended
+// with it, up to kMaxConnectionThreads at once (more wait for one to end).
+// A fixed pool of two let two clients that send a byte every few seconds
+// hold every worker, so the kubelet's probes timed out; here a probe gets
+// its own thread while fewer than the bound are slow. No thread while idle.
+class ConnectionThreads final : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override {
+    absl::MutexLock lock(&state_->mu);
+    if (state_->running >= kMaxConnectionThreads) {
+      state_->waiting.push_back(std::move(fn));
+      return;
+    }
+    ++state_->running;
+    std::thread([state = state_, fn = std::move(fn)]() mutable {
+      NameThisThread("gdp-http-conn");
+      Work(*state, std::move(fn));
+    }).detach();
+  }
+
+  // Waits for every connection to end (httplib deletes the queue next).
+  void shutdown() override {
+    absl::MutexLock lock(&state_->mu);
+    state_->mu.Await(absl::Condition(
+        +[](State* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+          return s->running == 0 && s->waiting.empty();
+        },
+        state_.get()));
+  }
+
+ private:
+  static constexpr int kMaxConnectionThreads = 64;
+
+  // Shared with the threads, which may still be leaving when the queue
+  // itself is deleted.
+  struct State {
+    absl::Mutex mu;
+    int running ABSL_GUARDED_BY(mu) = 0;
+    std::deque<std::function<void()>> waiting ABSL_GUARDED_BY(mu);
+  };
+
+  // Runs `fn`, then whatever waits, then ends.
+  static void Work(State& s, std::function<void()> fn) {
+    for (;;) {
+      fn();
+      absl::MutexLock lock(&s.mu);
+      if (s.waiting.empty()) {
+        --s.running;
+        return;
+      }
+      fn = std::move(s.waiting.front());
+      s.waiting.pop_front();
+    }
+  }
+
+  const std::shared_ptr<State> state_ = std::make_shared<State>();
+};
 
 }  // namespace
 
@@ -50,9 +114,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
   auto hp = SplitHostPort(address);
   if (!hp.ok()) return hp.status();
   auto server = std::make_unique<httplib::Server>();
-  // Probes and scrapes are quick; two workers are plenty, and short
-  // keep-alives let Stop return promptly.
-  server->new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // A thread per connection (see ConnectionThreads); short keep-alives
+  // let Stop return promptly.
+  server->new_task_queue = [] { return new ConnectionThreads(); };
   server->set_keep_alive_timeout(1);
   // httplib's default also sets SO_REUSEPORT, which would let a second
   // process share the port silently; a taken port must be an error.
@@ -64,7 +128,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     int no = 0;
     setsockopt(sock, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof(no));
   });
-  server->set_read_timeout(5);
+  // A request's every read must come within 2 s (a slow client holds one
+  // connection thread, not the probes').
+  server->set_read_timeout(2);
   server->set_write_timeout(5);
   server->Get(
       "/metrics", [&registry](const httplib::Request&, httplib::Response& res) {

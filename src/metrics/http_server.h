@@ -32,7 +32,9 @@ struct HttpServerOptions {
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
     const std::string& address);
 
-// Serves in threads of its own: a listener and a small worker pool.
+// Serves in threads of its own: a listener, and a thread per connection
+// while it lasts (at most 64 at once; more wait), so slow clients hold
+// their own threads, not the probes'.
 // /healthz and /readyz answer 200 "ok\n" when their probe passes and 503
 // with the probe's message (plain text) when it fails; /metrics answers
 // the registry's families in text format 0.0.4; other paths 404.

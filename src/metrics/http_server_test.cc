@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <vector>
 
 #include "metrics/exposition.h"
 
@@ -130,6 +131,37 @@ TEST_F(HttpServerTest, StopsPromptlyWithAKeptAliveConnection) {
   auto start = std::chrono::steady_clock::now();
   server_.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+// Clients that send a byte now and then (slowloris) once held both HTTP
+// workers, so every /healthz timed out and the kubelet restarted a healthy
+// plugin. Each connection has its own thread now.
+TEST_F(HttpServerTest, SlowClientsDoNotStarveTheProbes) {
+  Start();
+  std::vector<int> slow;
+  for (int i = 0; i < 8; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(server_->port()));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to), 0);
+    ASSERT_EQ(write(fd, "GET /metr", 9), 9);  // and never the rest
+    slow.push_back(fd);
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (int fd : slow) (void)!write(fd, "i", 1);
+    const absl::Time start = absl::Now();
+    httplib::Client probe("127.0.0.1", server_->port());
+    probe.set_connection_timeout(5);
+    probe.set_read_timeout(5);
+    auto res = probe.Get("/healthz");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  }
+  for (int fd : slow) close(fd);
 }
 
 // ":port" listens on both families (when the machine has IPv6), as Go's
