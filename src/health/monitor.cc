@@ -187,7 +187,7 @@ std::vector<WatchedGpu> HealthMonitor::SweepTargets() const {
   const bool signals = options_.clock() >= next_signals_;
   std::vector<WatchedGpu> targets;
   for (const Watched& gpu : gpus_) {
-    targets.push_back({gpu.ref, gpu.migs, signals});
+    targets.push_back({gpu.ref, gpu.migs, signals, gpu.handle});
   }
   return targets;
 }

@@ -61,6 +61,10 @@ struct WatchedGpu {
   GpuRef ref;
   std::vector<MigInstance> migs;
   bool read_signals = false;  // a sweep also reads its health signals
+  // The handle its events are registered with, when known: a sweep asks it
+  // first and looks the GPU up by UUID only when it does not answer (NVML
+  // keeps a device's handle until shutdown; a lost GPU's fails).
+  nvmlDevice_t handle = nullptr;
 };
 
 // The GPUs of a discovery, with their MIG devices.

@@ -22,12 +22,21 @@ std::vector<SweepAnswer> SweepAll(const Nvml& nvml,
                                   const std::vector<WatchedGpu>& gpus) {
   std::vector<SweepAnswer> out;
   for (const WatchedGpu& g : gpus) {
-    SweepAnswer a{Probe(nvml, ProbeTarget{g.ref}), {}, std::nullopt};
+    // The registered handle first: one call instead of a lookup by UUID
+    // and a call, every sweep of every GPU. Any failure takes the full
+    // probe, which says what it was.
+    const bool answered =
+        g.handle != nullptr && nvml.MemoryTotal(g.handle).ok();
+    SweepAnswer a{answered ? ProbeOutcome{} : Probe(nvml, ProbeTarget{g.ref}),
+                  {},
+                  std::nullopt};
     if (a.gpu.result == ProbeResult::kPass && !g.migs.empty()) {
       a.migs = ProbeMigDevices(nvml, g.ref, g.migs);
     }
     if (a.gpu.result == ProbeResult::kPass && g.read_signals) {
-      absl::StatusOr<nvmlDevice_t> handle = nvml.DeviceByUuid(g.ref.uuid);
+      absl::StatusOr<nvmlDevice_t> handle =
+          answered ? absl::StatusOr<nvmlDevice_t>(g.handle)
+                   : nvml.DeviceByUuid(g.ref.uuid);
       if (handle.ok()) {
         a.signals = ReadSignals(nvml, *handle);
         if (!a.signals->hang.ok()) a.gpu = OutcomeOf(a.signals->hang);
