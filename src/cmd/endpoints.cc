@@ -39,9 +39,11 @@ absl::StatusOr<std::unique_ptr<Endpoints>> Endpoints::Start(
   auto server =
       metrics::HttpServer::Start(address, registry,
                                  {.healthz = [self] { return self->Healthz(); },
-                                  .readyz = [self] { return self->Readyz(); }});
+                                  .readyz = [self] { return self->Readyz(); },
+                                  .connections = {}});
   if (!server.ok()) return server.status();
   e->server_ = *std::move(server);
+  e->http_ = e->server_.get();
   LOG_INFO("Serving /metrics, /healthz and /readyz on {}", address);
   return e;
 }
@@ -147,6 +149,27 @@ std::vector<metrics::FamilySnapshot> Endpoints::Collect() const {
     for (auto* f : {&dra_devices, &dra_registered, &dra_slices, &dra_claims}) {
       out.push_back(std::move(*f));
     }
+  }
+  if (const metrics::HttpServer* http = http_.load(); http != nullptr) {
+    const metrics::ConnectionLoopCounts c = http->counts();
+    metrics::FamilySnapshot requests{
+        "gpu_device_plugin_http_requests_total",
+        "HTTP requests whose head came in full (probes and scrapes).",
+        metrics::Type::kCounter};
+    requests.samples.push_back({{}, static_cast<double>(c.requests)});
+    metrics::FamilySnapshot dropped{
+        "gpu_device_plugin_http_connections_dropped_total",
+        "HTTP connections closed by the plugin, by reason (head_timeout: "
+        "no full request within 5 s; write_timeout: the answer not taken "
+        "within 5 s; evicted: closed for a newer one at 256).",
+        metrics::Type::kCounter,
+        {"reason"}};
+    dropped.samples = {
+        {{"evicted"}, static_cast<double>(c.evicted)},
+        {{"head_timeout"}, static_cast<double>(c.head_timeouts)},
+        {{"write_timeout"}, static_cast<double>(c.write_timeouts)}};
+    out.push_back(std::move(requests));
+    out.push_back(std::move(dropped));
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #ifndef GDP_CMD_ENDPOINTS_H_
 #define GDP_CMD_ENDPOINTS_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -63,6 +64,9 @@ class Endpoints {
   const Daemon* daemon_ ABSL_GUARDED_BY(mu_) = nullptr;
   absl::Status nvml_error_ ABSL_GUARDED_BY(mu_);
   uint64_t collector_ = 0;
+  // Set once the server serves; read by scrapes (which the server's stop
+  // waits out).
+  std::atomic<const metrics::HttpServer*> http_{nullptr};
   std::unique_ptr<metrics::HttpServer> server_;  // last: stops first
 };
 

@@ -1,20 +1,19 @@
 #include "metrics/http_server.h"
 
 #include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <thread>
+#include <string_view>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "metrics/exposition.h"
-#include "util/thread_name.h"
 
 namespace gdp::metrics {
 namespace {
@@ -31,62 +30,81 @@ void Answer(const Probe& probe, httplib::Response& res) {
   }
 }
 
-// Runs each connection on a thread of its own, started for it and ended
-// with it, up to kMaxConnectionThreads at once (more wait for one to end).
-// A fixed pool of two let two clients that send a byte every few seconds
-// hold every worker, so the kubelet's probes timed out; here a probe gets
-// its own thread while fewer than the bound are slow. No thread while idle.
-class ConnectionThreads final : public httplib::TaskQueue {
+// One request's bytes, as collected by the ConnectionLoop, read by httplib;
+// its answer written to memory for the loop to send. So httplib never
+// waits on the network: the loop's deadlines bound every client.
+class BufferedStream final : public httplib::Stream {
  public:
-  void enqueue(std::function<void()> fn) override {
-    absl::MutexLock lock(&state_->mu);
-    if (state_->running >= kMaxConnectionThreads) {
-      state_->waiting.push_back(std::move(fn));
-      return;
-    }
-    ++state_->running;
-    std::thread([state = state_, fn = std::move(fn)]() mutable {
-      NameThisThread("gdp-http-conn");
-      Work(*state, std::move(fn));
-    }).detach();
+  BufferedStream(int fd, std::string_view input) : fd_(fd), in_(input) {}
+
+  bool is_readable() const override { return pos_ < in_.size(); }
+  bool is_writable() const override { return true; }
+
+  // What the loop collected, then end of input (a body that did not come
+  // with the head is not waited for: GET is all we serve).
+  ssize_t read(char* ptr, size_t size) override {
+    const size_t n = std::min(size, in_.size() - pos_);
+    std::memcpy(ptr, in_.data() + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
   }
 
-  // Waits for every connection to end (httplib deletes the queue next).
-  void shutdown() override {
-    absl::MutexLock lock(&state_->mu);
-    state_->mu.Await(absl::Condition(
-        +[](State* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
-          return s->running == 0 && s->waiting.empty();
-        },
-        state_.get()));
+  ssize_t write(const char* ptr, size_t size) override {
+    if (out_.size() + size > kMaxAnswerBytes) return -1;
+    out_.append(ptr, size);
+    return static_cast<ssize_t>(size);
   }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    Address(getpeername, ip, port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    Address(getsockname, ip, port);
+  }
+  // The real socket: httplib answers 500 to one numbered FD_SETSIZE or
+  // more, which it could not select() on (we never do).
+  socket_t socket() const override { return fd_; }
+
+  size_t consumed() const { return pos_; }
+  std::string& out() { return out_; }
 
  private:
-  static constexpr int kMaxConnectionThreads = 64;
+  static constexpr size_t kMaxAnswerBytes = 64 << 20;
 
-  // Shared with the threads, which may still be leaving when the queue
-  // itself is deleted.
-  struct State {
-    absl::Mutex mu;
-    int running ABSL_GUARDED_BY(mu) = 0;
-    std::deque<std::function<void()>> waiting ABSL_GUARDED_BY(mu);
-  };
-
-  // Runs `fn`, then whatever waits, then ends.
-  static void Work(State& s, std::function<void()> fn) {
-    for (;;) {
-      fn();
-      absl::MutexLock lock(&s.mu);
-      if (s.waiting.empty()) {
-        --s.running;
-        return;
-      }
-      fn = std::move(s.waiting.front());
-      s.waiting.pop_front();
+  void Address(int (*get)(int, sockaddr*, socklen_t*), std::string& ip,
+               int& port) const {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    char host[NI_MAXHOST], serv[NI_MAXSERV];
+    if (get(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+        getnameinfo(reinterpret_cast<sockaddr*>(&addr), len, host, sizeof host,
+                    serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+      return;
     }
+    ip = host;
+    (void)absl::SimpleAtoi(serv, &port);
   }
 
-  const std::shared_ptr<State> state_ = std::make_shared<State>();
+  const int fd_;
+  const std::string_view in_;
+  size_t pos_ = 0;
+  std::string out_;
+};
+
+// httplib's routing and HTTP on requests the ConnectionLoop collected; its
+// own listener and connection handling are not used.
+class Router final : public httplib::Server {
+ public:
+  Reply Answer(int fd, std::string_view input, bool last) {
+    BufferedStream stream(fd, input);
+    bool closed = false;
+    const bool ok = process_request(stream, last, closed, nullptr);
+    return Reply{std::move(stream.out()), stream.consumed(),
+                 !ok || closed || last};
+  }
+
+  // The socket bind_to_port made, now the caller's.
+  int TakeListenSocket() { return svr_sock_.exchange(INVALID_SOCKET); }
 };
 
 }  // namespace
@@ -113,11 +131,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     HttpServerOptions options) {
   auto hp = SplitHostPort(address);
   if (!hp.ok()) return hp.status();
-  auto server = std::make_unique<httplib::Server>();
-  // A thread per connection (see ConnectionThreads); short keep-alives
-  // let Stop return promptly.
-  server->new_task_queue = [] { return new ConnectionThreads(); };
-  server->set_keep_alive_timeout(1);
+  auto server = std::make_unique<Router>();
   // httplib's default also sets SO_REUSEPORT, which would let a second
   // process share the port silently; a taken port must be an error.
   server->set_socket_options([](socket_t sock) {
@@ -128,10 +142,6 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
     int no = 0;
     setsockopt(sock, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof(no));
   });
-  // A request's every read must come within 2 s (a slow client holds one
-  // connection thread, not the probes').
-  server->set_read_timeout(2);
-  server->set_write_timeout(5);
   server->Get(
       "/metrics", [&registry](const httplib::Request&, httplib::Response& res) {
         res.set_content(RenderText(registry.Collect()), kTextContentType);
@@ -164,28 +174,30 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
         "cannot serve metrics on ", address, ": ",
         err != 0 ? std::strerror(err) : "cannot bind the address"));
   }
-  std::unique_ptr<HttpServer> out(new HttpServer(std::move(server), port));
-  httplib::Server* s = out->server_.get();
-  auto done = std::make_shared<std::atomic<bool>>(false);
-  out->thread_ = std::thread([s, done] {
-    NameThisThread("gdp-http");
-    s->listen_after_bind();
-    *done = true;
-  });
-  // stop() is a no-op until the loop runs: wait for it, so the destructor
-  // cannot miss it.
-  while (!s->is_running() && !done->load()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return out;
+  // httplib listens with a backlog of 5; the loop accepts at once, but a
+  // burst of connections should wait in the kernel, not be refused.
+  const int listen_fd = server->TakeListenSocket();
+  listen(listen_fd, 128);
+  Router* router = server.get();
+  auto loop = ConnectionLoop::Start(
+      listen_fd,
+      [router](int fd, std::string_view input, bool last) {
+        return router->Answer(fd, input, last);
+      },
+      options.connections);
+  if (!loop.ok()) return loop.status();
+  return std::unique_ptr<HttpServer>(
+      new HttpServer(std::move(server), *std::move(loop), port));
 }
 
-HttpServer::HttpServer(std::unique_ptr<httplib::Server> server, int port)
-    : server_(std::move(server)), port_(port) {}
+HttpServer::HttpServer(std::unique_ptr<httplib::Server> server,
+                       std::unique_ptr<ConnectionLoop> loop, int port)
+    : server_(std::move(server)), loop_(std::move(loop)), port_(port) {}
 
 HttpServer::~HttpServer() {
-  server_->stop();
-  if (thread_.joinable()) thread_.join();
+  loop_.reset();  // before the routes it calls
 }
+
+ConnectionLoopCounts HttpServer::counts() const { return loop_->counts(); }
 
 }  // namespace gdp::metrics

@@ -6,10 +6,10 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "metrics/connection_loop.h"
 #include "metrics/registry.h"
 
 namespace httplib {
@@ -24,6 +24,8 @@ using Probe = std::function<absl::Status()>;
 struct HttpServerOptions {
   Probe healthz;  // null: always OK
   Probe readyz;   // null: always OK
+  // Bounds on clients (see ConnectionLoop); the defaults suit a node.
+  ConnectionLoopOptions connections;
 };
 
 // Splits "host:port", "[v6-host]:port" or ":port" (host "": every address
@@ -32,9 +34,11 @@ struct HttpServerOptions {
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
     const std::string& address);
 
-// Serves in threads of its own: a listener, and a thread per connection
-// while it lasts (at most 64 at once; more wait), so slow clients hold
-// their own threads, not the probes'.
+// Serves on a ConnectionLoop: one thread holds every connection, and a
+// request gets a thread only once its head is complete (at most four at
+// once), so slow, idle or non-reading clients never starve the probes: each
+// is closed at a deadline that its bytes do not restart, and the one
+// waiting longest makes room for a new one.
 // /healthz and /readyz answer 200 "ok\n" when their probe passes and 503
 // with the probe's message (plain text) when it fails; /metrics answers
 // the registry's families in text format 0.0.4; other paths 404.
@@ -59,12 +63,16 @@ class HttpServer {
   // The port it listens on (the one chosen when the address said 0).
   int port() const { return port_; }
 
- private:
-  HttpServer(std::unique_ptr<httplib::Server> server, int port);
+  // Connections and requests so far. Thread-safe.
+  ConnectionLoopCounts counts() const;
 
-  std::unique_ptr<httplib::Server> server_;
+ private:
+  HttpServer(std::unique_ptr<httplib::Server> server,
+             std::unique_ptr<ConnectionLoop> loop, int port);
+
+  std::unique_ptr<httplib::Server> server_;  // routes, answers
+  std::unique_ptr<ConnectionLoop> loop_;     // connections
   int port_;
-  std::thread thread_;
 };
 
 }  // namespace gdp::metrics

@@ -163,12 +163,18 @@ TEST_F(MetricsTest, CountsAScriptedRun) {
       {"gpu_device_plugin_list_and_watch_streams{" + r + "}", 1},
       {"gpu_device_plugin_nvml_ok", 1},
       {"gpu_device_plugin_build_info{version=" GDP_VERSION "}", 1},
+      {"gpu_device_plugin_http_connections_dropped_total{reason=evicted}", 0},
+      {"gpu_device_plugin_http_connections_dropped_total{reason=write_"
+       "timeout}",
+       0},
   };
   for (const Want& w : wants) {
     ASSERT_EQ(m.count(w.sample), 1u) << w.sample << "\n"
                                      << Get("/metrics").body;
     EXPECT_EQ(m[w.sample], w.value) << w.sample;
   }
+  // This scrape's own request at least.
+  EXPECT_GE(m["gpu_device_plugin_http_requests_total"], 1);
   // Latencies were recorded: a sum above zero, and sub-millisecond
   // answers land in the small buckets.
   EXPECT_GT(
