@@ -14,94 +14,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "metrics/registry.h"
+#include "nvml/nvml_internal.h"
 #include "util/logging.h"
 
 namespace gdp {
 
-// Every entry point we need. X(name) expands once per symbol. A library
-// lacking one of these is refused.
-#define GDP_NVML_SYMBOLS(X)             \
-  X(nvmlInit_v2)                        \
-  X(nvmlShutdown)                       \
-  X(nvmlErrorString)                    \
-  X(nvmlSystemGetDriverVersion)         \
-  X(nvmlSystemGetCudaDriverVersion_v2)  \
-  X(nvmlDeviceGetCount_v2)              \
-  X(nvmlDeviceGetHandleByIndex_v2)      \
-  X(nvmlDeviceGetName)                  \
-  X(nvmlDeviceGetUUID)                  \
-  X(nvmlDeviceGetMinorNumber)           \
-  X(nvmlDeviceGetPciInfo_v3)            \
-  X(nvmlDeviceGetMemoryInfo)            \
-  X(nvmlDeviceGetCudaComputeCapability) \
-  X(nvmlDeviceGetHandleByUUID)          \
-  X(nvmlDeviceGetSupportedEventTypes)   \
-  X(nvmlEventSetCreate)                 \
-  X(nvmlDeviceRegisterEvents)           \
-  X(nvmlEventSetFree)
-
-// Event waits: nvmlEventSetWait_v2 (R450 and later) reports MIG instances;
-// the older nvmlEventSetWait is used where it is missing. Either is enough.
-#define GDP_NVML_WAIT_SYMBOLS(X) \
-  X(nvmlEventSetWait_v2)         \
-  X(nvmlEventSetWait)
-
-// The MIG entry points (R450 and later): optional, so that an older driver
-// still loads; without them MIG is reported unavailable.
-#define GDP_NVML_MIG_SYMBOLS(X)                   \
-  X(nvmlDeviceGetMigMode)                         \
-  X(nvmlDeviceGetMaxMigDeviceCount)               \
-  X(nvmlDeviceGetMigDeviceHandleByIndex)          \
-  X(nvmlDeviceIsMigDeviceHandle)                  \
-  X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle) \
-  X(nvmlDeviceGetGpuInstanceId)                   \
-  X(nvmlDeviceGetComputeInstanceId)               \
-  X(nvmlDeviceGetAttributes_v2)                   \
-  X(nvmlDeviceGetGpuInstanceById)                 \
-  X(nvmlGpuInstanceGetInfo)                       \
-  X(nvmlDeviceGetGpuInstanceProfileInfo)
-
-// Topology (NVLink and PCIe relations): optional; without them every GPU
-// pair is treated as unrelated.
-#define GDP_NVML_TOPOLOGY_SYMBOLS(X)     \
-  X(nvmlDeviceGetTopologyCommonAncestor) \
-  X(nvmlDeviceGetNvLinkState)            \
-  X(nvmlDeviceGetNvLinkRemotePciInfo_v2) \
-  X(nvmlDeviceGetNvLinkRemoteDeviceType)
-
-// Product brand and architecture: optional (nvmlDeviceGetArchitecture came
-// with R470); without them both are reported Unimplemented.
-#define GDP_NVML_IDENTITY_SYMBOLS(X) \
-  X(nvmlDeviceGetBrand)              \
-  X(nvmlDeviceGetArchitecture)
-
-// Health signals beyond events (health/signals.h): optional; without one
-// its signal is reported Unimplemented. nvmlDeviceGetRemappedRows came
-// with R450; the others are far older.
-#define GDP_NVML_HEALTH_SYMBOLS(X)          \
-  X(nvmlDeviceGetRemappedRows)              \
-  X(nvmlDeviceGetRetiredPagesPendingStatus) \
-  X(nvmlDeviceGetCurrPcieLinkGeneration)    \
-  X(nvmlDeviceGetMaxPcieLinkGeneration)     \
-  X(nvmlDeviceGetCurrPcieLinkWidth)         \
-  X(nvmlDeviceGetMaxPcieLinkWidth)          \
-  X(nvmlDeviceGetCurrentClocksThrottleReasons)
-
-struct NvmlSymbols {
-#define GDP_NVML_FIELD(name) Fn_##name name = nullptr;
-  GDP_NVML_SYMBOLS(GDP_NVML_FIELD)
-  GDP_NVML_MIG_SYMBOLS(GDP_NVML_FIELD)
-  GDP_NVML_WAIT_SYMBOLS(GDP_NVML_FIELD)
-  GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_FIELD)
-  GDP_NVML_IDENTITY_SYMBOLS(GDP_NVML_FIELD)
-  GDP_NVML_HEALTH_SYMBOLS(GDP_NVML_FIELD)
-#undef GDP_NVML_FIELD
-};
-
 namespace {
 
 constexpr char kSoname[] = "libnvidia-ml.so.1";
-constexpr char kPayloadUrl[] = "gpu-device-plugin/nvml-return";
 
 // Library directories under a driver root, as drivers install them.
 const char* const kLibDirs[] = {
@@ -210,7 +130,8 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
     CountError("nvmlInit_v2", r);
     absl::Status s(CodeFor(r), absl::StrCat("nvmlInit_v2 (", path, ") failed: ",
                                             fns->nvmlErrorString(r)));
-    s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(r))));
+    s.SetPayload(kNvmlPayloadUrl,
+                 absl::Cord(absl::StrCat(static_cast<int>(r))));
     dlclose(lib);
     return s;
   }
@@ -237,33 +158,8 @@ absl::Status Nvml::Check(nvmlReturn_t r, const char* call) const {
   CountError(call, r);
   absl::Status s(CodeFor(r),
                  absl::StrCat(call, ": ", fns_->nvmlErrorString(r)));
-  s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(r))));
+  s.SetPayload(kNvmlPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(r))));
   return s;
-}
-
-template <typename F>
-absl::Status Nvml::Guarded(const char* call, nvmlDevice_t a, nvmlDevice_t b,
-                           F&& f, absl::Duration extra) const {
-  NvmlCallScope scope(gate_, call, a, b, extra);
-  if (!scope.status().ok()) return scope.status();
-  return Check(f(), call);
-}
-
-template <typename Fn, typename Handle, typename... Args>
-absl::Status Nvml::CallOptional(Fn fn, const char* call, Handle handle,
-                                Args... args) const {
-  if (fn == nullptr) {
-    absl::Status s(
-        absl::StatusCode::kUnimplemented,
-        absl::StrCat(call, ": not in ", library_path_, " (driver too old?)"));
-    s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(
-                                  NVML_ERROR_FUNCTION_NOT_FOUND))));
-    return s;
-  }
-  // A GPU instance handle is a key of its own, as a device handle is.
-  static_assert(std::is_pointer_v<Handle>);
-  return Guarded(call, reinterpret_cast<nvmlDevice_t>(handle), nullptr,
-                 [&] { return fn(handle, args...); });
 }
 
 absl::StatusOr<std::string> Nvml::DeviceString(Fn_nvmlDeviceGetName fn,
@@ -497,174 +393,9 @@ absl::StatusOr<unsigned long long> Nvml::SupportedEventTypes(
   return types;
 }
 
-absl::StatusOr<std::unique_ptr<NvmlEventSet>> Nvml::CreateEventSet() const {
-  if (fns_->nvmlEventSetWait_v2 == nullptr &&
-      fns_->nvmlEventSetWait == nullptr) {
-    absl::Status s(absl::StatusCode::kUnimplemented,
-                   absl::StrCat("nvmlEventSetWait_v2 and nvmlEventSetWait: "
-                                "neither is in ",
-                                library_path_));
-    s.SetPayload(kPayloadUrl, absl::Cord(absl::StrCat(static_cast<int>(
-                                  NVML_ERROR_FUNCTION_NOT_FOUND))));
-    return s;
-  }
-  nvmlEventSet_t set = nullptr;
-  absl::Status s = Guarded("nvmlEventSetCreate", nullptr, nullptr,
-                           [&] { return fns_->nvmlEventSetCreate(&set); });
-  if (!s.ok()) return s;
-  return std::unique_ptr<NvmlEventSet>(new NvmlEventSet(*this, set));
-}
-
-NvmlEventSet::~NvmlEventSet() {
-  // Not freed while NVML hangs for it: leaked rather than blocking.
-  (void)nvml_.Guarded("nvmlEventSetFree", nullptr, nullptr,
-                      [&] { return nvml_.fns_->nvmlEventSetFree(set_); });
-}
-
-absl::Status NvmlEventSet::Register(nvmlDevice_t device,
-                                    unsigned long long types) {
-  return nvml_.Guarded("nvmlDeviceRegisterEvents", device, nullptr, [&] {
-    return nvml_.fns_->nvmlDeviceRegisterEvents(device, types, set_);
-  });
-}
-
-absl::StatusOr<NvmlEvent> NvmlEventSet::Wait(absl::Duration timeout) {
-  const int64_t ms = std::clamp<int64_t>(absl::ToInt64Milliseconds(timeout), 0,
-                                         std::numeric_limits<unsigned>::max());
-  nvmlEventData_t data{};
-  data.gpuInstanceId = kNvmlAllInstances;
-  data.computeInstanceId = kNvmlAllInstances;
-  const NvmlSymbols& fns = *nvml_.fns_;
-  // The call's deadline counts from the end of its own timeout.
-  const absl::Duration extra = absl::Milliseconds(ms);
-  absl::Status s = fns.nvmlEventSetWait_v2 != nullptr
-                       ? nvml_.Guarded(
-                             "nvmlEventSetWait_v2", nullptr, nullptr,
-                             [&] {
-                               return fns.nvmlEventSetWait_v2(
-                                   set_, &data, static_cast<unsigned>(ms));
-                             },
-                             extra)
-                       : nvml_.Guarded(
-                             "nvmlEventSetWait", nullptr, nullptr,
-                             [&] {
-                               return fns.nvmlEventSetWait(
-                                   set_, &data, static_cast<unsigned>(ms));
-                             },
-                             extra);
-  if (!s.ok()) return s;
-  return NvmlEvent{data.device, data.eventType, data.eventData,
-                   data.gpuInstanceId, data.computeInstanceId};
-}
-
-bool Nvml::HasMig() const {
-  bool all = true;
-#define GDP_NVML_PRESENT(name) all = all && fns_->name != nullptr;
-  GDP_NVML_MIG_SYMBOLS(GDP_NVML_PRESENT)
-#undef GDP_NVML_PRESENT
-  return all;
-}
-
-absl::StatusOr<bool> Nvml::MigEnabled(nvmlDevice_t device) const {
-  unsigned current = 0, pending = 0;
-  absl::Status s =
-      CallOptional(fns_->nvmlDeviceGetMigMode, "nvmlDeviceGetMigMode", device,
-                   &current, &pending);
-  if (!s.ok()) return s;
-  return current == NVML_DEVICE_MIG_ENABLE;
-}
-
-absl::StatusOr<unsigned> Nvml::MaxMigDeviceCount(nvmlDevice_t gpu) const {
-  unsigned count = 0;
-  absl::Status s = CallOptional(fns_->nvmlDeviceGetMaxMigDeviceCount,
-                                "nvmlDeviceGetMaxMigDeviceCount", gpu, &count);
-  if (!s.ok()) return s;
-  return count;
-}
-
-absl::StatusOr<nvmlDevice_t> Nvml::MigDeviceByIndex(nvmlDevice_t gpu,
-                                                    unsigned index) const {
-  nvmlDevice_t mig = nullptr;
-  absl::Status s =
-      CallOptional(fns_->nvmlDeviceGetMigDeviceHandleByIndex,
-                   "nvmlDeviceGetMigDeviceHandleByIndex", gpu, index, &mig);
-  if (!s.ok()) return s;
-  return mig;
-}
-
-absl::StatusOr<bool> Nvml::IsMigDevice(nvmlDevice_t device) const {
-  unsigned is_mig = 0;
-  absl::Status s = CallOptional(fns_->nvmlDeviceIsMigDeviceHandle,
-                                "nvmlDeviceIsMigDeviceHandle", device, &is_mig);
-  if (!s.ok()) return s;
-  return is_mig != 0;
-}
-
-absl::StatusOr<nvmlDevice_t> Nvml::MigParent(nvmlDevice_t mig) const {
-  nvmlDevice_t parent = nullptr;
-  absl::Status s = CallOptional(
-      fns_->nvmlDeviceGetDeviceHandleFromMigDeviceHandle,
-      "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", mig, &parent);
-  if (!s.ok()) return s;
-  return parent;
-}
-
-absl::StatusOr<unsigned> Nvml::GpuInstanceId(nvmlDevice_t mig) const {
-  unsigned id = 0;
-  absl::Status s = CallOptional(fns_->nvmlDeviceGetGpuInstanceId,
-                                "nvmlDeviceGetGpuInstanceId", mig, &id);
-  if (!s.ok()) return s;
-  return id;
-}
-
-absl::StatusOr<unsigned> Nvml::ComputeInstanceId(nvmlDevice_t mig) const {
-  unsigned id = 0;
-  absl::Status s = CallOptional(fns_->nvmlDeviceGetComputeInstanceId,
-                                "nvmlDeviceGetComputeInstanceId", mig, &id);
-  if (!s.ok()) return s;
-  return id;
-}
-
-absl::StatusOr<nvmlDeviceAttributes_t> Nvml::Attributes(
-    nvmlDevice_t mig) const {
-  nvmlDeviceAttributes_t attributes{};
-  absl::Status s = CallOptional(fns_->nvmlDeviceGetAttributes_v2,
-                                "nvmlDeviceGetAttributes_v2", mig, &attributes);
-  if (!s.ok()) return s;
-  return attributes;
-}
-
-absl::StatusOr<nvmlGpuInstance_t> Nvml::GpuInstanceById(nvmlDevice_t gpu,
-                                                        unsigned id) const {
-  nvmlGpuInstance_t gi = nullptr;
-  absl::Status s = CallOptional(fns_->nvmlDeviceGetGpuInstanceById,
-                                "nvmlDeviceGetGpuInstanceById", gpu, id, &gi);
-  if (!s.ok()) return s;
-  return gi;
-}
-
-absl::StatusOr<nvmlGpuInstanceInfo_t> Nvml::GpuInstanceInfo(
-    nvmlGpuInstance_t gpu_instance) const {
-  nvmlGpuInstanceInfo_t info{};
-  absl::Status s = CallOptional(fns_->nvmlGpuInstanceGetInfo,
-                                "nvmlGpuInstanceGetInfo", gpu_instance, &info);
-  if (!s.ok()) return s;
-  return info;
-}
-
-absl::StatusOr<nvmlGpuInstanceProfileInfo_t> Nvml::GpuInstanceProfileInfo(
-    nvmlDevice_t gpu, unsigned profile) const {
-  nvmlGpuInstanceProfileInfo_t info{};
-  absl::Status s =
-      CallOptional(fns_->nvmlDeviceGetGpuInstanceProfileInfo,
-                   "nvmlDeviceGetGpuInstanceProfileInfo", gpu, profile, &info);
-  if (!s.ok()) return s;
-  return info;
-}
-
 nvmlReturn_t NvmlCode(const absl::Status& status) {
   if (status.ok()) return NVML_SUCCESS;
-  auto p = status.GetPayload(kPayloadUrl);
+  auto p = status.GetPayload(kNvmlPayloadUrl);
   int code = 0;
   if (!p.has_value() || !absl::SimpleAtoi(std::string(*p), &code)) {
     return NVML_ERROR_UNKNOWN;
