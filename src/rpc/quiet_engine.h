@@ -1,8 +1,8 @@
 // A gRPC EventEngine that costs nothing while idle: one thread, started
 // with the first closure gRPC hands it, runs them in deadline order and
-// sleeps until the next deadline or new work; no periodic wakeups. gRPC 1.51 does its I/O through
-// iomgr, so the engine serves only its closures and timers (no listeners,
-// no connections, no DNS).
+// sleeps until the next deadline or new work; no periodic wakeups. gRPC 1.51
+// does its I/O through iomgr, so the engine serves only its closures and timers
+// (no listeners, no connections, no DNS).
 #ifndef GDP_RPC_QUIET_ENGINE_H_
 #define GDP_RPC_QUIET_ENGINE_H_
 
