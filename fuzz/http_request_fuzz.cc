@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -44,22 +46,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   to.sin_family = AF_INET;
   to.sin_port = htons(static_cast<uint16_t>(Port()));
   to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
-    std::abort();  // the server stopped serving
-  }
+  // libFuzzer's SIGALRM (its -timeout check) interrupts blocking calls:
+  // EINTR is retried everywhere below, not taken for a failure.
+  int r;
+  do {
+    r = connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to);
+  } while (r != 0 && errno == EINTR);
+  if (fd < 0 || r != 0) std::abort();  // the server stopped serving
   size_t sent = 0;
   while (sent < size) {
     const ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // closed by the server (a head too long): fine
     sent += static_cast<size_t>(n);
   }
   shutdown(fd, SHUT_WR);
-  // The server answers and closes, or closes: within its head deadline.
+  // The server answers and closes, or closes: within its head deadline
+  // (2 s) plus the answer's time; 10 s without either is a hang.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
+    if (left.count() <= 0) std::abort();
     pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 5000) <= 0) std::abort();
+    const int ready = poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) std::abort();
     char buf[4096];
-    if (read(fd, buf, sizeof buf) <= 0) break;
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
   }
   close(fd);
   return 0;

@@ -14,13 +14,6 @@ cd "$(dirname "$0")/.."
 build=${1:-build-asan}
 seconds=${2:-60}
 jobs=$(nproc)
-# Targets with a known, not yet fixed finding: their corpus is still
-# replayed by ctest, but they are not fuzzed here until the fix lands
-# (FUZZ_ALL=1 fuzzes them too). http_request: within a minute it finds a
-# connection that the HTTP loop stops tracking (docs/security.md, "Known
-# gaps").
-skip=" http_request "
-[ "${FUZZ_ALL:-0}" = 1 ] && skip=" "
 
 # Fuzzes one target; its summary or failure goes to <artifacts>/summary.
 fuzz_one() {
@@ -45,10 +38,6 @@ fuzz_one() {
 names=()
 for corpus in fuzz/corpus/*/; do
   name=$(basename "$corpus")
-  if [[ "$skip" == *" $name "* ]]; then
-    echo "== not fuzzing $name (a known finding; FUZZ_ALL=1 to fuzz it)"
-    continue
-  fi
   bin="$build/fuzz/${name}_fuzz"
   if [ ! -x "$bin" ]; then
     echo "fuzz: $bin is not built (a clang -DGDP_SANITIZE=ON build has it)" >&2
