@@ -136,7 +136,8 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
   json body = json::parse(text.begin(), text.end(), nullptr,
                           /*allow_exceptions=*/false);
   if (body.is_discarded()) return DataLoss(path, "not valid JSON");
-  if (!body.is_object() || body.value("kind", "") != kKind) {
+  const auto kind = body.is_object() ? body.find("kind") : body.end();
+  if (kind == body.end() || !kind->is_string() || *kind != kKind) {
     return DataLoss(path, absl::StrCat("not a checkpoint of gpu-device-plugin "
                                        "(kind is not ",
                                        kKind, ")"));

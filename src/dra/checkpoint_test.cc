@@ -62,6 +62,10 @@ TEST(CheckpointTest, CorruptOrNewerIsAnErrorNamingTheFile) {
       {good.substr(0, good.size() / 2), absl::StatusCode::kDataLoss,
        "not valid JSON"},
       {"{}", absl::StatusCode::kDataLoss, "not a checkpoint of gpu-device"},
+      // Found by the dra_checkpoint fuzzer: a kind that is not a string.
+      {R"({"bootID": "b", "checksums": [], "kind": 2})",
+       absl::StatusCode::kDataLoss, "not a checkpoint of gpu-device"},
+      {"[1]", absl::StatusCode::kDataLoss, "not a checkpoint of gpu-device"},
       {absl::StrReplaceAll(good, {{"node-1", "node-2"}}),
        absl::StatusCode::kDataLoss, "checksum mismatch"},
       {absl::StrReplaceAll(good, {{"\"version\": 1", "\"version\": 7"}}),
