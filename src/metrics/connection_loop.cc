@@ -10,9 +10,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <deque>
 #include <map>
-#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -21,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "metrics/handler_pool.h"
 #include "util/thread_name.h"
 
 namespace gdp::metrics {
@@ -57,8 +56,8 @@ class ConnectionLoop::Impl {
       : listen_fd_(listen_fd),
         epoll_fd_(epoll_fd),
         wake_fd_(wake_fd),
-        handler_(std::move(handler)),
-        options_(options) {}
+        options_(options),
+        pool_(std::move(handler), options.max_handlers, [this] { Wake(); }) {}
 
   ~Impl() {
     if (thread_.joinable()) thread_.join();
@@ -99,15 +98,6 @@ class ConnectionLoop::Impl {
     uint64_t since = 0;     // when it began waiting for its head, in order
     absl::Time deadline;    // of kHead or kWriting
   };
-  struct Job {
-    int fd;
-    std::string input;
-    bool last;
-  };
-  struct Done {
-    int fd;
-    Reply reply;
-  };
 
   void Run() {
     epoll_event events[64];
@@ -130,7 +120,9 @@ class ConnectionLoop::Impl {
           }
         }
       }
-      for (Done& d : TakeDone()) Finish(std::move(d), now);
+      for (HandlerPool::Done& d : pool_.TakeDone()) {
+        Finish(std::move(d), now);
+      }
       Expire(now);
       if (accept_paused_ && now >= accept_resumes_) {
         accept_paused_ = false;
@@ -210,55 +202,13 @@ class ConnectionLoop::Impl {
   void Dispatch(int fd, Conn& c) {
     c.state = State::kHandling;
     Interest(fd, c, 0);
-    Job job{fd, c.in, c.close_after || c.served + 1 >= options_.max_requests};
     Count(&ConnectionLoopCounts::requests);
-    if (static_cast<int>(handlers_.size()) < options_.max_handlers) {
-      StartHandler(std::move(job));
-    } else {
-      queued_.push_back(std::move(job));
-    }
+    pool_.Submit(
+        {fd, c.in, c.close_after || c.served + 1 >= options_.max_requests});
   }
 
-  void StartHandler(Job job) {
-    const int fd = job.fd;
-    try {
-      handlers_.emplace(fd, std::thread([this, job = std::move(job)] {
-                          NameThisThread("gdp-http-req");
-                          Reply r = handler_(job.fd, job.input, job.last);
-                          r.close = r.close || job.last;
-                          {
-                            absl::MutexLock lock(&mu_);
-                            done_.push_back(Done{job.fd, std::move(r)});
-                          }
-                          Wake();
-                        }));
-    } catch (const std::system_error&) {
-      // No thread to be had: the request goes unanswered, not the loop.
-      {
-        absl::MutexLock lock(&mu_);
-        done_.push_back(Done{fd, Reply{}});
-      }
-      Wake();
-    }
-  }
-
-  std::vector<Done> TakeDone() {
-    absl::MutexLock lock(&mu_);
-    return std::exchange(done_, {});
-  }
-
-  // A handler has answered: its thread is joined, a waiting request gets
-  // one, and the answer is sent.
-  void Finish(Done d, absl::Time now) {
-    if (auto h = handlers_.find(d.fd); h != handlers_.end()) {
-      h->second.join();
-      handlers_.erase(h);
-    }
-    while (!queued_.empty() &&
-           static_cast<int>(handlers_.size()) < options_.max_handlers) {
-      StartHandler(std::move(queued_.front()));
-      queued_.pop_front();
-    }
+  // A handler has answered: the answer is sent.
+  void Finish(HandlerPool::Done d, absl::Time now) {
     auto it = conns_.find(d.fd);
     if (it == conns_.end()) return;
     Conn& c = it->second;
@@ -374,42 +324,24 @@ class ConnectionLoop::Impl {
   // flight and closes everything.
   void Shutdown() {
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
-    queued_.clear();
-    while (!handlers_.empty()) {
-      std::vector<Done> done;
-      {
-        absl::MutexLock lock(&mu_);
-        mu_.Await(absl::Condition(
-            +[](std::vector<Done>* d) { return !d->empty(); }, &done_));
-        done.swap(done_);
-      }
-      for (const Done& d : done) {
-        if (auto h = handlers_.find(d.fd); h != handlers_.end()) {
-          h->second.join();
-          handlers_.erase(h);
-        }
-      }
-    }
+    pool_.DropAndWait();
     for (const auto& [fd, c] : conns_) close(fd);
     conns_.clear();
   }
 
   const int listen_fd_, epoll_fd_, wake_fd_;
-  const RequestHandler handler_;
   const ConnectionLoopOptions options_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
 
   // The loop thread's own.
+  HandlerPool pool_;
   std::map<int, Conn> conns_;
-  std::map<int, std::thread> handlers_;  // by connection
-  std::deque<Job> queued_;
   uint64_t order_ = 0;  // for Conn::since (fds are reused: no order)
   bool accept_paused_ = false;
   absl::Time accept_resumes_;
 
   mutable absl::Mutex mu_;
-  std::vector<Done> done_ ABSL_GUARDED_BY(mu_);
   ConnectionLoopCounts counts_ ABSL_GUARDED_BY(mu_);
 };
 
