@@ -23,7 +23,8 @@ struct HealthCause {
     kXid,       // an XID event (`xid`)
     kEcc,       // an uncorrectable (double-bit) ECC error
     kLost,      // the GPU fell off the bus
-    kNvml,      // NVML failed as a whole, or for this MIG device
+    kNvml,      // NVML failed (or hung) as a whole, for this GPU or MIG device
+    kNvLink,    // an NVLink went inactive (--nvlink-down-unhealthy)
     kFlapping,  // reset after failing repeatedly, held for a while
   };
   Kind kind = Kind::kNone;

@@ -22,6 +22,8 @@ std::vector<Taint> TaintsFor(const Device& device,
       return {{absl::StrCat(prefix, "unhealthy"), "ecc", "NoSchedule"}};
     case HealthCause::Kind::kNvml:
       return {{absl::StrCat(prefix, "unhealthy"), "nvml", "NoSchedule"}};
+    case HealthCause::Kind::kNvLink:
+      return {{absl::StrCat(prefix, "unhealthy"), "nvlink", "NoSchedule"}};
     case HealthCause::Kind::kFlapping:
       return {{absl::StrCat(prefix, "unhealthy"), "flapping", "NoSchedule"}};
     case HealthCause::Kind::kNone:

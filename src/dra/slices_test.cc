@@ -40,6 +40,8 @@ TEST(TaintsForTest, NvidiasKeysForEachCause) {
        {{"gpu.nvidia.com/unhealthy", "ecc", "NoSchedule"}}},
       {Unhealthy(HealthCause::Kind::kNvml),
        {{"gpu.nvidia.com/unhealthy", "nvml", "NoSchedule"}}},
+      {Unhealthy(HealthCause::Kind::kNvLink),
+       {{"gpu.nvidia.com/unhealthy", "nvlink", "NoSchedule"}}},
       {Unhealthy(HealthCause::Kind::kFlapping),
        {{"gpu.nvidia.com/unhealthy", "flapping", "NoSchedule"}}},
       {Unhealthy(HealthCause::Kind::kNone),

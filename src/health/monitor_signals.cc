@@ -80,7 +80,7 @@ bool HealthMonitor::ApplyNvLinks(Watched& gpu, const std::vector<bool>& links,
         tracker_.OnNeedsReset(gpu.ref,
                               absl::StrCat("NVLink ", k, " went inactive"),
                               "until the GPU is reset",
-                              HealthCause{HealthCause::Kind::kNvml, 0}, now);
+                              HealthCause{HealthCause::Kind::kNvLink, 0}, now);
       }
     } else {
       LOG_INFO("GPU {} {}: NVLink {} is active again", gpu.ref.index,

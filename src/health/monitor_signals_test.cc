@@ -228,6 +228,7 @@ TEST_F(MonitorSignalsTest, NvLinkDownMakesTheGpuUnhealthyWhenAsked) {
   Inject("nvlink 6 0 inactive");
   ASSERT_TRUE(SweepUntil([&] { return !Healthy(6); }));
   EXPECT_THAT(Reason(6), HasSubstr("NVLink 0 went inactive"));
+  EXPECT_EQ(tracker_->HealthOf(Gpu(6)).cause.kind, HealthCause::Kind::kNvLink);
   Inject("nvlink 6 0 active");
   ASSERT_TRUE(SweepUntil([&] { return Healthy(6); }));
 }

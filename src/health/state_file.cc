@@ -34,6 +34,7 @@ constexpr std::pair<HealthCause::Kind, const char*> kCauses[] = {
     {HealthCause::Kind::kEcc, "ecc"},
     {HealthCause::Kind::kLost, "lost"},
     {HealthCause::Kind::kNvml, "nvml"},
+    {HealthCause::Kind::kNvLink, "nvlink"},
     {HealthCause::Kind::kFlapping, "flapping"},
 };
 

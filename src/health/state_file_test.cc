@@ -67,7 +67,14 @@ HealthState Sample() {
   ecc.cause = {HealthCause::Kind::kEcc, 0};
   ecc.since = absl::Now();
   ecc.gi = 1;  // a GPU instance, every compute instance
-  s.gpus["GPU-dddd"] = SavedGpu{.index = 7, .units = {ecc, quiet_again}};
+  SavedUnit nvlink;
+  nvlink.state = SavedUnitState::kNeedsReset;
+  nvlink.reason = "NVLink 5 went inactive";
+  nvlink.cause = {HealthCause::Kind::kNvLink, 0};
+  nvlink.since = absl::Now();
+  nvlink.gi = 2;
+  s.gpus["GPU-dddd"] =
+      SavedGpu{.index = 7, .units = {ecc, nvlink, quiet_again}};
   return s;
 }
 
