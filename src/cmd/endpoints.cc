@@ -35,7 +35,6 @@ absl::StatusOr<std::unique_ptr<Endpoints>> Endpoints::Start(
   PluginMetrics::Get();  // its families show (empty) from the start
   if (address.empty()) return e;
   Endpoints* self = e.get();
-  e->collector_ = registry.AddCollector([self] { return self->Collect(); });
   auto server =
       metrics::HttpServer::Start(address, registry,
                                  {.healthz = [self] { return self->Healthz(); },
@@ -43,14 +42,17 @@ absl::StatusOr<std::unique_ptr<Endpoints>> Endpoints::Start(
                                   .connections = {}});
   if (!server.ok()) return server.status();
   e->server_ = *std::move(server);
-  e->http_ = e->server_.get();
+  // After server_ is set: the registry's lock orders it before every
+  // Collect (a scrape before this shows the other families only).
+  e->collector_ = registry.AddCollector([self] { return self->Collect(); });
   LOG_INFO("Serving /metrics, /healthz and /readyz on {}", address);
   return e;
 }
 
 Endpoints::~Endpoints() {
-  server_.reset();
+  // First: once it returns no Collect runs, so server_ can go.
   if (collector_ != 0) metrics::DefaultRegistry().RemoveCollector(collector_);
+  server_.reset();
 }
 
 void Endpoints::NvmlNotLoaded(const absl::Status& error) {
@@ -150,8 +152,8 @@ std::vector<metrics::FamilySnapshot> Endpoints::Collect() const {
       out.push_back(std::move(*f));
     }
   }
-  if (const metrics::HttpServer* http = http_.load(); http != nullptr) {
-    const metrics::ConnectionLoopCounts c = http->counts();
+  if (server_ != nullptr) {
+    const metrics::ConnectionLoopCounts c = server_->counts();
     metrics::FamilySnapshot requests{
         "gpu_device_plugin_http_requests_total",
         "HTTP requests whose head came in full (probes and scrapes).",

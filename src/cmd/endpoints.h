@@ -10,7 +10,6 @@
 #ifndef GDP_CMD_ENDPOINTS_H_
 #define GDP_CMD_ENDPOINTS_H_
 
-#include <atomic>
 #include <memory>
 #include <string>
 
@@ -63,11 +62,10 @@ class Endpoints {
   mutable absl::Mutex mu_;
   const Daemon* daemon_ ABSL_GUARDED_BY(mu_) = nullptr;
   absl::Status nvml_error_ ABSL_GUARDED_BY(mu_);
+  // The HTTP server (none without an address), set before collector_ is
+  // registered and reset after it is removed, so Collect may read it.
+  std::unique_ptr<metrics::HttpServer> server_;
   uint64_t collector_ = 0;
-  // Set once the server serves; read by scrapes (which the server's stop
-  // waits out).
-  std::atomic<const metrics::HttpServer*> http_{nullptr};
-  std::unique_ptr<metrics::HttpServer> server_;  // last: stops first
 };
 
 // Counts a config reload in gpu_device_plugin_config_reloads_total
