@@ -191,6 +191,15 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
   return c;
 }
 
+std::string RestampCheckpoint(absl::string_view text) {
+  json body = json::parse(text.begin(), text.end(), nullptr,
+                          /*allow_exceptions=*/false);
+  if (!body.is_object()) return std::string(text);
+  body.erase("checksum");
+  body["checksum"] = Checksum(body);
+  return body.dump();
+}
+
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

@@ -51,6 +51,18 @@ TEST(CheckpointTest, RoundTrip) {
                 *ParseCheckpoint(SerializeCheckpoint(Checkpoint{}), "x")));
 }
 
+TEST(CheckpointTest, RestampMakesAnEditedCheckpointReadable) {
+  const std::string edited = absl::StrReplaceAll(SerializeCheckpoint(Sample()),
+                                                 {{"node-1", "node-2"}});
+  ASSERT_FALSE(ParseCheckpoint(edited, "cp.json").ok());
+  absl::StatusOr<Checkpoint> back =
+      ParseCheckpoint(RestampCheckpoint(edited), "cp.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_NE(*back, Sample());
+  EXPECT_EQ(RestampCheckpoint("not json"), "not json");
+  EXPECT_EQ(RestampCheckpoint("[1]"), "[1]");
+}
+
 TEST(CheckpointTest, CorruptOrNewerIsAnErrorNamingTheFile) {
   const std::string good = SerializeCheckpoint(Sample());
   struct Case {
