@@ -342,6 +342,9 @@ void HealthMonitor::Step(absl::Duration max_wait) {
     }
   }
   while (!stopping()) {
+    // GPUs passed to Watch since the last round: a Step of Run never
+    // returns while NVML is idle.
+    TakeNewGpus();
     if (options_.clock() >= next_sweep_) Sweep();
     RunDueProbes();
     const absl::Time clock_now = options_.clock();

@@ -374,6 +374,20 @@ TEST_F(MonitorTest, WatchAddsGpus) {
   EXPECT_THAT(Reason(Gpu(1)), HasSubstr("XID 79"));
 }
 
+TEST_F(MonitorTest, WatchReachesARunningMonitorWhileNvmlIsIdle) {
+  // Run's Step goes on while the waits time out: GPUs passed to Watch (a
+  // reload or a rediscovery found them) must not wait for an event.
+  StartShipped("pcie-t4", XidPolicy(), {0});
+  std::thread runner([&] { monitor_->Run(); });
+  absl::SleepFor(absl::Milliseconds(100));  // Run's Step has begun
+  monitor_->Watch({Watched(1)});
+  absl::SleepFor(absl::Milliseconds(100));  // a few idle rounds
+  Inject("xid 1 79");
+  EXPECT_TRUE(WaitFor([&] { return !Healthy(Gpu(1)); }));
+  monitor_->Stop();
+  runner.join();
+}
+
 TEST_F(MonitorTest, StopEndsRunPromptly) {
   StartShipped("pcie-t4");
   std::thread runner([&] { monitor_->Run(); });
