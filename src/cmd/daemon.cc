@@ -244,6 +244,8 @@ absl::Status Daemon::Start(NodeGpus node) {
     // conditions, read rarely to keep the idle cost down.
     o.signals_interval = 12 * config_.health_probe_interval;
     o.nvlink_down_unhealthy = config_.nvlink_down_unhealthy;
+    // Idle sweeps stay on the NVML worker: one thread wakes per sweep.
+    o.quiet_rounds = true;
     // An NVLink changed state: read the topology again, so that choices
     // avoid a link that went down.
     o.on_topology_change = [this] {
@@ -430,14 +432,18 @@ void Daemon::Adopt(NodeGpus node) {
 }
 
 absl::StatusOr<NodeGpus> Daemon::Discover() {
-  return DiscoverWith(config_.sysfs_root);
+  // node_ was discovered with config_'s sysfs root (a reload re-reads).
+  return DiscoverWith(config_.sysfs_root,
+                      std::make_shared<const NodeGpus>(node_));
 }
 
-absl::StatusOr<NodeGpus> Daemon::DiscoverWith(const std::string& sysfs_root) {
+absl::StatusOr<NodeGpus> Daemon::DiscoverWith(
+    const std::string& sysfs_root, std::shared_ptr<const NodeGpus> known) {
+  // The job gets copies: it may outlive this call (nvml/runner.h).
   absl::StatusOr<absl::StatusOr<NodeGpus>> run =
       nvml_runner_.Call<absl::StatusOr<NodeGpus>>(
-          [&nvml = nvml_, root = sysfs_root] {
-            return DiscoverGpus(nvml, root);
+          [&nvml = nvml_, root = sysfs_root, known = std::move(known)] {
+            return DiscoverGpus(nvml, root, known.get());
           });
   if (!run.ok()) return run.status();
   return *std::move(run);

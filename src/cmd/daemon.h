@@ -69,7 +69,8 @@ class Daemon {
   const Config& config() const { return config_; }
 
   // Discovers the GPUs again with the running config's sysfs root, through
-  // the daemon's NVML runner (under call deadlines).
+  // the daemon's NVML runner (under call deadlines); the NUMA nodes and
+  // PCIe roots of GPUs served now are not read again (DiscoverGpus).
   // Result on failure: the discovery's error, or the hang's (IsNvmlHang)
   // or Cancelled (CancelNvml).
   absl::StatusOr<NodeGpus> Discover();
@@ -113,8 +114,10 @@ class Daemon {
   // Makes `node`, just applied, the one served: GPUs new to discovery
   // count as reset, the health monitor watches `node`'s GPUs.
   void Adopt(NodeGpus node);
-  // Discover with `sysfs_root`.
-  absl::StatusOr<NodeGpus> DiscoverWith(const std::string& sysfs_root);
+  // Discover with `sysfs_root`, and `known` as DiscoverGpus takes it.
+  absl::StatusOr<NodeGpus> DiscoverWith(
+      const std::string& sysfs_root,
+      std::shared_ptr<const NodeGpus> known = nullptr);
   // The DRA side for config_ (--device-api dra or both).
   absl::Status StartDra();
   // Sets every running resource's device health from the tracker.

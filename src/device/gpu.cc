@@ -1,5 +1,6 @@
 #include "device/gpu.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -156,6 +157,7 @@ absl::Status DiscoverMigs(const Nvml& nvml, nvmlDevice_t gpu, GpuInfo* g,
 
 absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
                                     const std::string& sysfs_root,
+                                    const NodeGpus* known,
                                     std::vector<absl::Status>* unusable) {
   GpuInfo g;
   g.index = index;
@@ -200,8 +202,21 @@ absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
       return s;
     }
   }
-  g.numa_node = ReadNumaNode(sysfs_root, g.pci_bus_id);
-  g.pcie_root = ReadPcieRoot(sysfs_root, g.pci_bus_id);
+  const GpuInfo* before = nullptr;
+  if (known != nullptr) {
+    auto it = std::find_if(
+        known->gpus.begin(), known->gpus.end(), [&](const GpuInfo& k) {
+          return k.uuid == g.uuid && k.pci_bus_id == g.pci_bus_id;
+        });
+    if (it != known->gpus.end()) before = &*it;
+  }
+  if (before != nullptr) {
+    g.numa_node = before->numa_node;
+    g.pcie_root = before->pcie_root;
+  } else {
+    g.numa_node = ReadNumaNode(sysfs_root, g.pci_bus_id);
+    g.pcie_root = ReadPcieRoot(sysfs_root, g.pci_bus_id);
+  }
   return g;
 }
 
@@ -322,7 +337,8 @@ int ReadNumaNode(const std::string& sysfs_root, const std::string& bus_id) {
 }
 
 absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
-                                      const std::string& sysfs_root) {
+                                      const std::string& sysfs_root,
+                                      const NodeGpus* known) {
   NodeGpus node;
   auto driver = nvml.DriverVersion();
   if (!driver.ok()) return driver.status();
@@ -334,7 +350,7 @@ absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
   if (!count.ok()) return count.status();
   for (unsigned i = 0; i < *count; ++i) {
     std::vector<absl::Status> mig_errors;
-    auto gpu = DiscoverOne(nvml, i, sysfs_root, &mig_errors);
+    auto gpu = DiscoverOne(nvml, i, sysfs_root, known, &mig_errors);
     if (gpu.ok()) {
       node.gpus.push_back(*std::move(gpu));
       for (absl::Status& s : mig_errors) node.unusable.push_back(std::move(s));

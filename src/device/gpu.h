@@ -73,10 +73,15 @@ struct NodeGpus {
 // NVML cannot describe (e.g. fallen off the bus), or whose MIG devices it
 // cannot enumerate, is left out and its error, naming its index, added to
 // `unusable`, so the others are still served; so is a single MIG device
-// NVML cannot describe (its GPU and the other MIG devices stay). Result on
-// failure: a node-wide NVML error (driver version, device count).
+// NVML cannot describe (its GPU and the other MIG devices stay). A GPU of
+// `known` (an earlier discovery with the same sysfs_root) found again with
+// the same UUID and PCI bus ID keeps its NUMA node and PCIe root, unread:
+// they belong to its slot, and reading them is most of a rediscovery's
+// cost. Result on failure: a node-wide NVML error (driver version, device
+// count).
 absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
-                                      const std::string& sysfs_root);
+                                      const std::string& sysfs_root,
+                                      const NodeGpus* known = nullptr);
 
 // NVIDIA's name of a MIG profile, as NVIDIA's go-nvlib forms it:
 // "<gi_slices>g.<gb>gb", with "<ci_slices>c." in front when the compute

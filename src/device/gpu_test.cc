@@ -171,6 +171,33 @@ TEST_F(DiscoveryTest, NoPcieRootWithoutTheSysfsLink) {
   EXPECT_EQ(node->gpus[1].pcie_root, "");
 }
 
+TEST_F(DiscoveryTest, KnownGpusKeepTheirPlacementUnread) {
+  auto first = Discover();
+  ASSERT_TRUE(first.ok()) << first.status();
+  // What an earlier discovery found, changed for two GPUs, so that whether
+  // sysfs was read shows.
+  NodeGpus known = *first;
+  known.gpus[0].numa_node = 7;
+  known.gpus[0].pcie_root = "pci0000:77";
+  known.gpus[1].numa_node = 7;
+  known.gpus[1].pci_bus_id = "0000:99:00.0";  // moved: read again
+  known.gpus[2].uuid = "GPU-another";         // replaced: read again
+  known.gpus[2].numa_node = 7;
+  auto again = DiscoverGpus(*nvml_, (dir_ / "root/sys").string(), &known);
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->gpus.size(), 8u);
+  EXPECT_EQ(again->gpus[0].numa_node, 7);
+  EXPECT_EQ(again->gpus[0].pcie_root, "pci0000:77");
+  EXPECT_EQ(again->gpus[1].numa_node, 0);
+  EXPECT_EQ(again->gpus[1].pcie_root, "pci0000:00");
+  EXPECT_EQ(again->gpus[2].numa_node, 0);
+  EXPECT_EQ(again->gpus[2].pcie_root, "pci0000:01");
+  for (unsigned i = 3; i < 8; ++i) {
+    EXPECT_EQ(again->gpus[i].numa_node, first->gpus[i].numa_node) << i;
+    EXPECT_EQ(again->gpus[i].pcie_root, first->gpus[i].pcie_root) << i;
+  }
+}
+
 TEST(BrandNameTest, Table) {
   const struct {
     nvmlBrandType_t brand;
