@@ -41,6 +41,7 @@ void HealthMonitor::Watch(std::vector<WatchedGpu> gpus) {
   absl::MutexLock lock(&mu_);
   incoming_.insert(incoming_.end(), std::make_move_iterator(gpus.begin()),
                    std::make_move_iterator(gpus.end()));
+  interrupts_->fetch_add(1);
 }
 
 void HealthMonitor::Stop() {
@@ -48,6 +49,7 @@ void HealthMonitor::Stop() {
     absl::MutexLock lock(&mu_);
     stop_ = true;
   }
+  interrupts_->fetch_add(1);
   runner_.Cancel();
 }
 
@@ -206,9 +208,11 @@ void HealthMonitor::ApplySweep(const std::vector<SweepAnswer>& answers) {
       case ProbeResult::kPass:
         tracker_.OnGpuAnswers(gpu.ref, now);
         SweepMigs(gpu, answers[i].migs, now);
-        if (answers[i].signals.has_value() &&
-            ApplySignals(gpu, *answers[i].signals, now)) {
-          topology_changed = true;
+        if (answers[i].signals.has_value()) {
+          if (ApplySignals(gpu, *answers[i].signals, now)) {
+            topology_changed = true;
+          }
+          gpu.signals = *answers[i].signals;
         }
         if (!gpu.registered) {
           Register(gpu);
@@ -344,6 +348,7 @@ void HealthMonitor::Step(absl::Duration max_wait) {
   while (!stopping()) {
     // GPUs passed to Watch since the last round: a Step of Run never
     // returns while NVML is idle.
+    const uint64_t interrupts = interrupts_->load();
     TakeNewGpus();
     if (options_.clock() >= next_sweep_) Sweep();
     RunDueProbes();
@@ -360,10 +365,15 @@ void HealthMonitor::Step(absl::Duration max_wait) {
     // A wait that lasts until the sweep is due sweeps in the same job
     // when it saw no event: one wakeup of each thread per idle round.
     std::vector<WatchedGpu> sweep;
-    if (next_sweep_ - clock_now <= wait) sweep = SweepTargets();
-    absl::StatusOr<WaitAnswer> answer =
-        runner_.Call<WaitAnswer>([&nvml = nvml_, set = set_, wait, sweep] {
-          return WaitOn(*set, wait, nvml, sweep);
+    QuietRounds quiet;
+    if (next_sweep_ - clock_now <= wait) {
+      sweep = SweepTargets();
+      quiet = QuietPlan(interrupts, deadline);
+    }
+    absl::StatusOr<WaitAnswer> answer = runner_.Call<WaitAnswer>(
+        [&nvml = nvml_, set = set_, wait, sweep = std::move(sweep),
+         quiet = std::move(quiet)] {
+          return WaitOn(*set, wait, nvml, sweep, quiet);
         });
     // Stopped during the wait: the caller may be tearing the tracker down.
     if (stopping()) return;
@@ -372,7 +382,20 @@ void HealthMonitor::Step(absl::Duration max_wait) {
       Sweep();  // the hang was the sweep's: find the GPU
       continue;
     }
-    if (!answer.ok()) answer = WaitAnswer{{}, answer.status(), false, {}};
+    if (!answer.ok()) {
+      WaitAnswer failed;
+      failed.status = answer.status();
+      answer = std::move(failed);
+    }
+    if (answer->quiet_rounds > 0) {
+      // Waits timed out and sweeps found nothing: only the times move on.
+      remade_after_lost_ = false;
+      tracker_.OnNvmlWorks(options_.clock());
+      next_sweep_ = answer->swept_at + options_.sweep_interval;
+      if (answer->signals_read != absl::InfinitePast()) {
+        next_signals_ = answer->signals_read + options_.signals_interval;
+      }
+    }
     if (answer->sweep.has_value()) ApplySweep(*answer->sweep);
     if (!answer->events.empty()) {
       remade_after_lost_ = false;
@@ -413,6 +436,29 @@ void HealthMonitor::Step(absl::Duration max_wait) {
         return;
     }
   }
+}
+
+QuietRounds HealthMonitor::QuietPlan(uint64_t interrupts_seen,
+                                     absl::Time deadline) const {
+  QuietRounds q;
+  if (!options_.quiet_rounds ||
+      options_.wait_slice != absl::InfiniteDuration() ||
+      tracker_.nvml_failed()) {
+    return q;
+  }
+  for (const Watched& gpu : gpus_) {
+    if (!gpu.registered || !gpu.last_error.empty()) return q;
+    q.last_signals.push_back(gpu.signals);
+  }
+  q.on = true;
+  // The tracker's clock is the real one here.
+  q.until = std::min(deadline, tracker_.NextProbe());
+  q.sweep_interval = options_.sweep_interval;
+  q.signals_due = next_signals_;
+  q.signals_interval = options_.signals_interval;
+  q.interrupts = interrupts_;
+  q.interrupts_seen = interrupts_seen;
+  return q;
 }
 
 void HealthMonitor::DropEventSet() {

@@ -6,6 +6,7 @@
 #define GDP_HEALTH_MONITOR_H_
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -48,6 +49,13 @@ struct HealthMonitorOptions {
   // The tracker's clock (sweeps and probes are due by it); tests pass a
   // fake one. NVML waits always use real time.
   std::function<absl::Time()> clock = [] { return absl::Now(); };
+  // Whether an idle monitor sweeps on the NVML worker without waking its
+  // own thread: while every GPU is registered and answers, no signal
+  // changes, NVML works and no probe is due, the wait job goes on waiting
+  // and sweeping (health/monitor_jobs.h QuietRounds); anything else, an
+  // event, Watch or Stop ends it at the end of the round. Needs the real
+  // clock; ignored with a finite wait_slice.
+  bool quiet_rounds = false;
 };
 
 // The event types registered on every GPU (masked by what it supports).
@@ -71,6 +79,7 @@ struct WatchedGpu {
 std::vector<WatchedGpu> WatchedGpus(const NodeGpus& node);
 
 struct SweepAnswer;  // health/monitor_jobs.h
+struct QuietRounds;  // health/monitor_jobs.h
 
 // One thread runs Step/Run; Watch and Stop may be called from any thread.
 //
@@ -146,6 +155,7 @@ class HealthMonitor {
     std::vector<bool> nvlinks;               // active, by link index
     std::vector<bool> nvlinks_down;          // went inactive while watched
     std::vector<std::string> signal_errors;  // logged once each
+    std::optional<GpuSignals> signals;       // the last read acted on
   };
 
   // Makes the event set and registers every GPU. False if NVML failed.
@@ -178,6 +188,11 @@ class HealthMonitor {
   bool ApplyNvLinks(Watched& gpu, const std::vector<bool>& links,
                     absl::Time now);
   void RunDueProbes();
+  // What the wait job of this round may do after a quiet sweep: nothing
+  // (QuietRounds::on false) unless options_.quiet_rounds and the monitor
+  // has nothing to follow up (every GPU registered and without error, NVML
+  // working). `deadline`: the Step's (real time).
+  QuietRounds QuietPlan(uint64_t interrupts_seen, absl::Time deadline) const;
   // Frees the event set; a new one is made after retry_interval.
   void DropEventSet();
   void Handle(const NvmlEvent& event);
@@ -202,6 +217,9 @@ class HealthMonitor {
   bool remade_after_lost_ = false;
 
   std::atomic<bool> stop_{false};
+  // Bumped by Watch and Stop: ends a wait job's quiet rounds.
+  const std::shared_ptr<std::atomic<uint64_t>> interrupts_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
   absl::Notification run_ended_;
   absl::Mutex mu_;
   std::vector<WatchedGpu> incoming_ ABSL_GUARDED_BY(mu_);  // from Watch

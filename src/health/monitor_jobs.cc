@@ -49,24 +49,59 @@ std::vector<SweepAnswer> SweepAll(const Nvml& nvml,
   return out;
 }
 
+bool QuietSweep(const std::vector<SweepAnswer>& answers,
+                const std::vector<std::optional<GpuSignals>>& last) {
+  for (size_t i = 0; i < answers.size(); ++i) {
+    const SweepAnswer& a = answers[i];
+    if (a.gpu.result != ProbeResult::kPass) return false;
+    for (const ProbeOutcome& mig : a.migs) {
+      if (mig.result != ProbeResult::kPass) return false;
+    }
+    if (a.signals.has_value() && (i >= last.size() || !last[i].has_value() ||
+                                  !SameSignals(*a.signals, *last[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 WaitAnswer WaitOn(NvmlEventSet& set, absl::Duration wait, const Nvml& nvml,
-                  const std::vector<WatchedGpu>& sweep) {
+                  std::vector<WatchedGpu> sweep, const QuietRounds& quiet) {
   WaitAnswer a;
-  absl::StatusOr<NvmlEvent> event = set.Wait(wait);
-  while (event.ok()) {
-    a.events.push_back(*event);
-    if (a.events.size() == kMaxWaitEvents) {
-      a.more = true;
+  absl::Time signals_due = quiet.signals_due;
+  for (;;) {
+    absl::StatusOr<NvmlEvent> event = set.Wait(wait);
+    while (event.ok()) {
+      a.events.push_back(*event);
+      if (a.events.size() == kMaxWaitEvents) {
+        a.more = true;
+        return a;
+      }
+      event = set.Wait(absl::ZeroDuration());
+    }
+    a.status = event.status();
+    if (!a.events.empty() || sweep.empty() ||
+        NvmlCode(a.status) != NVML_ERROR_TIMEOUT) {
       return a;
     }
-    event = set.Wait(absl::ZeroDuration());
-  }
-  a.status = event.status();
-  if (a.events.empty() && !sweep.empty() &&
-      NvmlCode(a.status) == NVML_ERROR_TIMEOUT) {
     a.sweep = SweepAll(nvml, sweep);
+    const absl::Time now = absl::Now();
+    if (!quiet.on || !QuietSweep(*a.sweep, quiet.last_signals) ||
+        quiet.interrupts->load() != quiet.interrupts_seen) {
+      return a;
+    }
+    wait = quiet.sweep_interval;
+    if (now + wait > quiet.until) return a;
+    // Nothing to act on: the monitor need not wake for it.
+    ++a.quiet_rounds;
+    a.swept_at = now;
+    if (!sweep.empty() && sweep.front().read_signals) {
+      a.signals_read = now;
+      signals_due = now + quiet.signals_interval;
+    }
+    a.sweep.reset();
+    for (WatchedGpu& g : sweep) g.read_signals = now + wait >= signals_due;
   }
-  return a;
 }
 
 }  // namespace gdp

@@ -4,6 +4,9 @@
 #ifndef GDP_HEALTH_MONITOR_JOBS_H_
 #define GDP_HEALTH_MONITOR_JOBS_H_
 
+#include <atomic>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +47,32 @@ struct SweepAnswer {
 std::vector<SweepAnswer> SweepAll(const Nvml& nvml,
                                   const std::vector<WatchedGpu>& gpus);
 
+// Whether a sweep found nothing the monitor would act on: every GPU and
+// MIG device answered, and every signal read is the same as the one the
+// monitor last acted on (`last`, by GPU, nullopt: none yet; SameSignals).
+bool QuietSweep(const std::vector<SweepAnswer>& answers,
+                const std::vector<std::optional<GpuSignals>>& last);
+
+// Lets a wait job go on after a quiet sweep (QuietSweep) instead of
+// returning: it waits a sweep interval again and sweeps again, on its own
+// thread, so that an idle round wakes one thread, not the monitor's too.
+// All times are real time.
+struct QuietRounds {
+  bool on = false;
+  // No round is begun whose sweep would come later than this.
+  absl::Time until = absl::InfinitePast();
+  absl::Duration sweep_interval;
+  // When the GPUs' signals are next due, and then how often.
+  absl::Time signals_due = absl::InfiniteFuture();
+  absl::Duration signals_interval;
+  // The signals the monitor last acted on, by sweep target.
+  std::vector<std::optional<GpuSignals>> last_signals;
+  // The job ends its rounds once this differs from `interrupts_seen`
+  // (bumped by HealthMonitor::Watch and Stop).
+  std::shared_ptr<const std::atomic<uint64_t>> interrupts;
+  uint64_t interrupts_seen = 0;
+};
+
 // Events from one wait and whatever else had arrived, and the status that
 // ended it (NVML_ERROR_TIMEOUT when no more came).
 struct WaitAnswer {
@@ -52,6 +81,12 @@ struct WaitAnswer {
   bool more = false;    // stopped at kMaxWaitEvents: more may be waiting
   // The sweep made after a wait that saw no event, when one was asked for.
   std::optional<std::vector<SweepAnswer>> sweep;
+  // Quiet rounds made before this wait (QuietRounds), each a wait that
+  // timed out and a quiet sweep; the real time of the last one's sweep,
+  // and of the last that read the signals (InfinitePast: none).
+  int quiet_rounds = 0;
+  absl::Time swept_at = absl::InfinitePast();
+  absl::Time signals_read = absl::InfinitePast();
 };
 
 // The most events one WaitOn returns (an event storm is taken in parts).
@@ -59,9 +94,10 @@ inline constexpr size_t kMaxWaitEvents = 1024;
 
 // Waits up to `wait` on `set`, then takes what else has arrived without
 // waiting. If the wait saw no event and `sweep` is not empty, then sweeps
-// those GPUs (SweepAll).
+// those GPUs (SweepAll); with `quiet.on`, a quiet sweep starts another
+// round (see QuietRounds) rather than ending the job.
 WaitAnswer WaitOn(NvmlEventSet& set, absl::Duration wait, const Nvml& nvml,
-                  const std::vector<WatchedGpu>& sweep);
+                  std::vector<WatchedGpu> sweep, const QuietRounds& quiet);
 
 }  // namespace gdp
 

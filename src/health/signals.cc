@@ -57,4 +57,18 @@ GpuSignals ReadSignals(const Nvml& nvml, nvmlDevice_t gpu) {
   return s;
 }
 
+bool SameSignals(const GpuSignals& a, const GpuSignals& b) {
+  auto slowdown = [](const std::optional<unsigned long long>& reasons) {
+    return reasons.has_value()
+               ? std::optional<unsigned long long>(*reasons & kSlowdownReasons)
+               : std::nullopt;
+  };
+  return a.remapped_rows == b.remapped_rows &&
+         a.retired_pages_pending == b.retired_pages_pending &&
+         a.pcie == b.pcie &&
+         slowdown(a.throttle_reasons) == slowdown(b.throttle_reasons) &&
+         a.nvlinks == b.nvlinks && a.errors == b.errors &&
+         a.hang.ok() == b.hang.ok() && a.hang.message() == b.hang.message();
+}
+
 }  // namespace gdp

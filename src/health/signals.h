@@ -58,6 +58,10 @@ inline constexpr SlowdownReason kSlowdownReasonNames[] = {
     {nvmlClocksThrottleReasonSwThermalSlowdown, "sw_thermal"},
 };
 
+// Whether two reads found the same as far as the monitor acts on them:
+// every field, the throttle reasons only in their kSlowdownReasons bits.
+bool SameSignals(const GpuSignals& a, const GpuSignals& b);
+
 // Whether the link trains below its maximum generation or width.
 inline bool PcieDegraded(const NvmlPcieLink& link) {
   return link.gen < link.max_gen || link.width < link.max_width;

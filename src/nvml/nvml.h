@@ -90,12 +90,14 @@ struct NvmlRemappedRows {
   unsigned uncorrectable = 0;
   bool pending = false;
   bool failure = false;
+  bool operator==(const NvmlRemappedRows&) const = default;
 };
 
 // A GPU's PCIe link: current and maximum generation and width (lanes).
 struct NvmlPcieLink {
   unsigned gen = 0, max_gen = 0;
   unsigned width = 0, max_width = 0;
+  bool operator==(const NvmlPcieLink&) const = default;
 };
 
 class Nvml {
