@@ -4,39 +4,26 @@
 // wait finds, and Watch and Stop, still reach it at once.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <thread>
 
 #include "health/monitor.h"
 #include "health/monitor_jobs.h"
+#include "health/monitor_testing.h"
+#include "testing/fake_nvml_root.h"
 
 namespace gdp {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 constexpr absl::Duration kSweep = absl::Milliseconds(40);
 
 class MonitorQuietTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ =
-        fs::temp_directory_path() / ("gdp-quiet-" + std::to_string(getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "usr/lib64");
-    fs::create_symlink(GDP_FAKE_NVML_LIB,
-                       root_ / "usr/lib64/libnvidia-ml.so.1");
-    control_ = root_ / "control";
-    setenv("FAKE_NVML_CONTROL", control_.c_str(), 1);
-  }
   void TearDown() override {
     if (monitor_ != nullptr) {
       monitor_->Stop();
@@ -45,18 +32,14 @@ class MonitorQuietTest : public ::testing::Test {
     monitor_.reset();
     tracker_.reset();
     nvml_.reset();
-    unsetenv("FAKE_NVML_CONTROL");
-    unsetenv("FAKE_NVML_MACHINE");
-    fs::remove_all(root_);
   }
 
   // Opens NVML on shipped machine `name`, watches GPUs `gpus` (all if
   // empty) and runs the monitor on its own thread.
   void Start(const std::string& name, std::vector<unsigned> gpus = {},
              bool quiet = true) {
-    setenv("FAKE_NVML_MACHINE",
-           (std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml").c_str(), 1);
-    auto nvml = Nvml::Open(root_.string());
+    fake_.UseMachine(std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml");
+    auto nvml = Nvml::Open(fake_.root());
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = *std::move(nvml);
     nvml_->set_call_deadline(absl::Seconds(10));
@@ -87,21 +70,10 @@ class MonitorQuietTest : public ::testing::Test {
 
   // GPU `index` and its MIG devices, as discovery finds them.
   WatchedGpu Watched(unsigned index) const {
-    WatchedGpu w{refs_[index], {}};
-    nvmlDevice_t gpu = *nvml_->DeviceByIndex(index);
-    absl::StatusOr<unsigned> max = nvml_->MaxMigDeviceCount(gpu);
-    for (unsigned j = 0; max.ok() && j < *max; ++j) {
-      absl::StatusOr<nvmlDevice_t> mig = nvml_->MigDeviceByIndex(gpu, j);
-      if (!mig.ok()) continue;
-      w.migs.push_back(
-          {*nvml_->GpuInstanceId(*mig), *nvml_->ComputeInstanceId(*mig)});
-    }
-    return w;
+    return WatchedAsDiscovered(*nvml_, refs_[index]);
   }
 
-  void Inject(const std::string& line) {
-    std::ofstream(control_, std::ios::app) << line << "\n";
-  }
+  void Inject(const std::string& line) { fake_.Inject(line); }
 
   // Polls `done` for at most 3 s.
   static bool WaitFor(const std::function<bool()>& done) {
@@ -130,25 +102,15 @@ class MonitorQuietTest : public ::testing::Test {
     return false;
   }
 
-  Device Gpu(unsigned index) const {
-    Device d;
-    d.id = refs_[index].uuid;
-    d.gpu_uuid = refs_[index].uuid;
-    d.gpu_index = index;
-    return d;
-  }
+  Device Gpu(unsigned index) const { return GpuDevice(refs_[index]); }
   Device Mig(unsigned index, int gi, int ci) const {
-    Device d = Gpu(index);
-    d.id = "MIG-" + std::to_string(gi);
-    d.mig_gi = gi;
-    d.mig_ci = ci;
-    return d;
+    return MigDevice(refs_[index], gi, ci);
   }
   bool Healthy(const Device& d) const {
     return tracker_->HealthOf(d).health == Health::kHealthy;
   }
 
-  fs::path root_, control_;
+  testing::FakeNvmlRoot fake_{"quiet", GDP_FAKE_NVML_LIB};
   std::atomic<int> clock_reads_{0};
   std::unique_ptr<Nvml> nvml_;
   std::vector<GpuRef> refs_;

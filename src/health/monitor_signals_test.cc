@@ -5,54 +5,37 @@
 // unhealthy. Sweeps run on a fake clock; signals are read at every sweep.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
 #include "health/monitor.h"
+#include "health/monitor_testing.h"
 #include "metrics/exposition.h"
 #include "metrics/registry.h"
+#include "testing/fake_nvml_root.h"
 
 namespace gdp {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
 class MonitorSignalsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ =
-        fs::temp_directory_path() / ("gdp-signals-" + std::to_string(getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "usr/lib64");
-    fs::create_symlink(GDP_FAKE_NVML_LIB,
-                       root_ / "usr/lib64/libnvidia-ml.so.1");
-    control_ = root_ / "control";
-    setenv("FAKE_NVML_CONTROL", control_.c_str(), 1);
-  }
   void TearDown() override {
     monitor_.reset();
     tracker_.reset();
     nvml_.reset();
-    unsetenv("FAKE_NVML_CONTROL");
-    unsetenv("FAKE_NVML_MACHINE");
-    fs::remove_all(root_);
   }
 
   // Opens NVML on shipped machine `name` and watches every GPU; signals
   // are read at every sweep (each step advances the clock past it).
   void Start(const std::string& name, bool nvlink_down_unhealthy = false) {
-    setenv("FAKE_NVML_MACHINE",
-           (std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml").c_str(), 1);
-    auto nvml = Nvml::Open(root_.string());
+    fake_.UseMachine(std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml");
+    auto nvml = Nvml::Open(fake_.root());
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = *std::move(nvml);
     std::vector<WatchedGpu> watched;
@@ -77,9 +60,7 @@ class MonitorSignalsTest : public ::testing::Test {
     monitor_->Step(absl::ZeroDuration());
   }
 
-  void Inject(const std::string& line) {
-    std::ofstream(control_, std::ios::app) << line << "\n";
-  }
+  void Inject(const std::string& line) { fake_.Inject(line); }
 
   // Sweeps (the fake clock moves a sweep interval each time) until `done`,
   // for at most 5 s of real time.
@@ -100,13 +81,7 @@ class MonitorSignalsTest : public ::testing::Test {
     for (int i = 0; i < n; ++i) SweepUntil([] { return true; });
   }
 
-  Device Gpu(unsigned index) const {
-    Device d;
-    d.id = refs_[index].uuid;
-    d.gpu_uuid = refs_[index].uuid;
-    d.gpu_index = index;
-    return d;
-  }
+  Device Gpu(unsigned index) const { return GpuDevice(refs_[index]); }
   bool Healthy(unsigned index) const {
     return tracker_->HealthOf(Gpu(index)).health == Health::kHealthy;
   }
@@ -130,7 +105,7 @@ class MonitorSignalsTest : public ::testing::Test {
     return text.substr(at, text.find('\n', at) - at);
   }
 
-  fs::path root_, control_;
+  testing::FakeNvmlRoot fake_{"signals", GDP_FAKE_NVML_LIB};
   absl::Mutex mu_;
   absl::Time now_ = absl::FromUnixSeconds(1700000000);
   std::atomic<int> topology_changes_{0};

@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "health/monitor_testing.h"
+#include "testing/fake_nvml_root.h"
 
 namespace gdp {
 namespace {
@@ -42,31 +44,18 @@ class FakeClock {
 
 class MonitorTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root_ =
-        fs::temp_directory_path() / ("gdp-health-" + std::to_string(getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_ / "usr/lib64");
-    fs::create_symlink(GDP_FAKE_NVML_LIB,
-                       root_ / "usr/lib64/libnvidia-ml.so.1");
-    control_ = root_ / "control";
-    setenv("FAKE_NVML_CONTROL", control_.c_str(), 1);
-  }
   void TearDown() override {
     monitor_.reset();
     tracker_.reset();
     nvml_.reset();
-    unsetenv("FAKE_NVML_CONTROL");
-    unsetenv("FAKE_NVML_MACHINE");
-    fs::remove_all(root_);
   }
 
   // Opens NVML on machine file `machine` and makes a tracker and a monitor
   // watching every GPU (or `gpus`).
   void Start(const std::string& machine, XidPolicy policy = XidPolicy(),
              std::vector<unsigned> gpus = {}) {
-    setenv("FAKE_NVML_MACHINE", machine.c_str(), 1);
-    auto nvml = Nvml::Open(root_.string());
+    fake_.UseMachine(machine);
+    auto nvml = Nvml::Open(fake_.root());
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = *std::move(nvml);
     const unsigned count = *nvml_->DeviceCount();
@@ -100,16 +89,7 @@ class MonitorTest : public ::testing::Test {
 
   // GPU `index` and its MIG devices, as discovery finds them.
   WatchedGpu Watched(unsigned index) const {
-    WatchedGpu w{refs_[index], {}};
-    nvmlDevice_t gpu = *nvml_->DeviceByIndex(index);
-    absl::StatusOr<unsigned> max = nvml_->MaxMigDeviceCount(gpu);
-    for (unsigned j = 0; max.ok() && j < *max; ++j) {
-      absl::StatusOr<nvmlDevice_t> mig = nvml_->MigDeviceByIndex(gpu, j);
-      if (!mig.ok()) continue;
-      w.migs.push_back(
-          {*nvml_->GpuInstanceId(*mig), *nvml_->ComputeInstanceId(*mig)});
-    }
-    return w;
+    return WatchedAsDiscovered(*nvml_, refs_[index]);
   }
   std::vector<WatchedGpu> AllWatched() const {
     std::vector<WatchedGpu> all;
@@ -117,9 +97,7 @@ class MonitorTest : public ::testing::Test {
     return all;
   }
 
-  void Inject(const std::string& line) {
-    std::ofstream(control_, std::ios::app) << line << "\n";
-  }
+  void Inject(const std::string& line) { fake_.Inject(line); }
 
   // Steps (advancing the fake clock by `advance` before each step) until
   // `done`, for at most 2 s of real time.
@@ -145,20 +123,10 @@ class MonitorTest : public ::testing::Test {
   }
 
   Device Gpu(unsigned index, int replica = -1) const {
-    Device d;
-    d.id =
-        refs_[index].uuid + (replica < 0 ? "" : "::" + std::to_string(replica));
-    d.gpu_uuid = refs_[index].uuid;
-    d.gpu_index = index;
-    d.replica = replica;
-    return d;
+    return GpuDevice(refs_[index], replica);
   }
   Device Mig(unsigned index, int gi, int ci) const {
-    Device d = Gpu(index);
-    d.id = "MIG-" + std::to_string(gi);
-    d.mig_gi = gi;
-    d.mig_ci = ci;
-    return d;
+    return MigDevice(refs_[index], gi, ci);
   }
   bool Healthy(const Device& d) const {
     return tracker_->HealthOf(d).health == Health::kHealthy;
@@ -167,7 +135,7 @@ class MonitorTest : public ::testing::Test {
     return tracker_->HealthOf(d).reason;
   }
 
-  fs::path root_, control_;
+  testing::FakeNvmlRoot fake_{"health", GDP_FAKE_NVML_LIB};
   absl::Duration retry_interval_ = absl::Milliseconds(10);
   FakeClock clock_;
   std::unique_ptr<Nvml> nvml_;
@@ -344,7 +312,7 @@ TEST_F(MonitorTest, GpuWithoutEventsIsLoggedNotUnhealthy) {
                             "$1    supported_events: [xid]\n");
   yaml = std::regex_replace(yaml, std::regex("(    host_bridge: 1\n)"),
                             "$1    supported_events: []\n");
-  const fs::path machine = root_ / "machine.yaml";
+  const fs::path machine = fake_.dir() / "machine.yaml";
   std::ofstream(machine) << yaml;
   Start(machine.string());
   monitor_->Step(absl::Milliseconds(5));

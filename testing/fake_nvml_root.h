@@ -1,0 +1,61 @@
+// A driver root holding the project's fake libnvidia-ml.so.1 where a node
+// keeps the real one (usr/lib64), for tests that open NVML through
+// Nvml::Open(root()), with the fake's control file beside it.
+#ifndef GDP_TESTING_FAKE_NVML_ROOT_H_
+#define GDP_TESTING_FAKE_NVML_ROOT_H_
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace gdp::testing {
+
+// Not thread-safe: it sets and unsets process environment variables
+// (FAKE_NVML_CONTROL, FAKE_NVML_MACHINE), so one lives at a time.
+class FakeNvmlRoot {
+ public:
+  // Makes <tmp>/gdp-<tag>-<pid>/ (anew) with usr/lib64/libnvidia-ml.so.1
+  // linking to `library`, and points FAKE_NVML_CONTROL at its control file.
+  FakeNvmlRoot(const std::string& tag, const std::string& library)
+      : dir_(std::filesystem::temp_directory_path() /
+             ("gdp-" + tag + "-" + std::to_string(getpid()))) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ / "usr/lib64");
+    std::filesystem::create_symlink(library,
+                                    dir_ / "usr/lib64/libnvidia-ml.so.1");
+    setenv("FAKE_NVML_CONTROL", control().c_str(), 1);
+  }
+  // Unsets both variables and removes the folder.
+  ~FakeNvmlRoot() {
+    unsetenv("FAKE_NVML_CONTROL");
+    unsetenv("FAKE_NVML_MACHINE");
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  FakeNvmlRoot(const FakeNvmlRoot&) = delete;
+  FakeNvmlRoot& operator=(const FakeNvmlRoot&) = delete;
+
+  // The driver root, for Nvml::Open; a test may keep other files there.
+  std::string root() const { return dir_.string(); }
+  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path control() const { return dir_ / "control"; }
+
+  // The machine file the fake describes from the next Nvml::Open on.
+  void UseMachine(const std::string& path) const {
+    setenv("FAKE_NVML_MACHINE", path.c_str(), 1);
+  }
+  // Appends one control command (fake_nvml/README.md), e.g. "xid 0 79".
+  void Inject(const std::string& line) const {
+    std::ofstream(control(), std::ios::app) << line << "\n";
+  }
+
+ private:
+  const std::filesystem::path dir_;
+};
+
+}  // namespace gdp::testing
+
+#endif  // GDP_TESTING_FAKE_NVML_ROOT_H_
