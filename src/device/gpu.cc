@@ -155,6 +155,16 @@ absl::Status DiscoverMigs(const Nvml& nvml, nvmlDevice_t gpu, GpuInfo* g,
   return absl::OkStatus();
 }
 
+// The GPU of `known` (may be null) with `g`'s UUID and PCI bus ID, or null.
+const GpuInfo* InSameSlot(const NodeGpus* known, const GpuInfo& g) {
+  if (known == nullptr) return nullptr;
+  auto it = std::find_if(
+      known->gpus.begin(), known->gpus.end(), [&](const GpuInfo& k) {
+        return k.uuid == g.uuid && k.pci_bus_id == g.pci_bus_id;
+      });
+  return it == known->gpus.end() ? nullptr : &*it;
+}
+
 absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
                                     const std::string& sysfs_root,
                                     const NodeGpus* known,
@@ -202,15 +212,7 @@ absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
       return s;
     }
   }
-  const GpuInfo* before = nullptr;
-  if (known != nullptr) {
-    auto it = std::find_if(
-        known->gpus.begin(), known->gpus.end(), [&](const GpuInfo& k) {
-          return k.uuid == g.uuid && k.pci_bus_id == g.pci_bus_id;
-        });
-    if (it != known->gpus.end()) before = &*it;
-  }
-  if (before != nullptr) {
+  if (const GpuInfo* before = InSameSlot(known, g); before != nullptr) {
     g.numa_node = before->numa_node;
     g.pcie_root = before->pcie_root;
   } else {

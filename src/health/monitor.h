@@ -115,15 +115,15 @@ class HealthMonitor {
   // next sweep or probe is due) for events and hands every event that came
   // to the tracker. GPUs passed to Watch are registered at the next round
   // of a Step (after the wait in progress), also in a Step that runs on.
-  // Returns after handling events, after `max_wait`, or on Stop. If NVML fails
-  // (the wait errs, or no event set can be made), the tracker is told, the
-  // event set dropped, and it is made anew in a later Step, at most every
-  // retry_interval; in between Step sleeps (Stop ends that at once). NVML
-  // counts as working again when a wait on the new set succeeds or times out. A
-  // wait answering NVML_ERROR_GPU_IS_LOST is no NVML failure: every GPU is
-  // probed at once and the event set made anew without the lost GPU, at the
-  // next Step (or after retry_interval if the new set answers that again at
-  // once).
+  // Returns after handling events, after `max_wait`, or on Stop. If NVML
+  // fails (the wait errs, or no event set can be made), the tracker is
+  // told, the event set dropped, and it is made anew in a later Step, at
+  // most every retry_interval; in between Step sleeps (Stop ends that at
+  // once). NVML counts as working again when a wait on the new set succeeds
+  // or times out. A wait answering NVML_ERROR_GPU_IS_LOST is no NVML
+  // failure: every GPU is probed at once and the event set made anew
+  // without the lost GPU, at the next Step (or after retry_interval if the
+  // new set answers that again at once).
   void Step(absl::Duration max_wait) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Steps until Stop; then marks itself ended (RunEnded).

@@ -95,7 +95,7 @@ WaitAnswer WaitOn(NvmlEventSet& set, absl::Duration wait, const Nvml& nvml,
     // Nothing to act on: the monitor need not wake for it.
     ++a.quiet_rounds;
     a.swept_at = now;
-    if (!sweep.empty() && sweep.front().read_signals) {
+    if (sweep.front().read_signals) {  // all targets alike
       a.signals_read = now;
       signals_due = now + quiet.signals_interval;
     }
