@@ -46,8 +46,11 @@ std::vector<Device> Devices(int n) {
 // What a TestService saw; outlives it (the server owns the service).
 struct Seen {
   std::atomic<int> open{0};
-  std::atomic<int> replied{0};
+  std::atomic<int> replied{0};    // answers the call took
+  std::atomic<int> discarded{0};  // answers given after the call ended
   absl::Notification deferred_started;
+  absl::Notification release;          // a deferred answer waits for this
+  std::shared_ptr<CallBudget> budget;  // of the first deferred call
 };
 
 // Allocate answers with one container response per request, at once or
@@ -59,8 +62,11 @@ class TestService final : public RpcService {
       : seen_(seen),
         allocate_(DeferredUnary(
             &service_, &DevicePlugin::AsyncService::RequestAllocate,
-            [this](const AllocateRequest& req, AllocateResponse* resp,
-                   Reply reply) { Allocate(req, resp, std::move(reply)); })),
+            [this](const AllocateRequest& req,
+                   std::shared_ptr<CallBudget> budget,
+                   DeferredReply<AllocateResponse> reply) {
+              Allocate(req, std::move(budget), std::move(reply));
+            })),
         watch_(DeviceStream(
             &service_, &DevicePlugin::AsyncService::RequestListAndWatch,
             devices,
@@ -86,25 +92,34 @@ class TestService final : public RpcService {
   }
 
  private:
-  void Allocate(const AllocateRequest& req, AllocateResponse* resp,
-                Reply reply) {
-    auto answer = [this, n = req.container_requests_size(), resp,
+  // Answers at once with no delay; else from a thread of its own once
+  // `delay` has passed and seen.release is notified.
+  void Allocate(const AllocateRequest& req, std::shared_ptr<CallBudget> budget,
+                DeferredReply<AllocateResponse> reply) {
+    auto answer = [this, n = req.container_requests_size(),
                    reply = std::move(reply)] {
-      for (int i = 0; i < n; ++i) resp->add_container_responses();
-      ++seen_.replied;
-      reply(grpc::Status::OK);
+      AllocateResponse resp;
+      for (int i = 0; i < n; ++i) resp.add_container_responses();
+      if (reply(grpc::Status::OK, std::move(resp))) {
+        ++seen_.replied;
+      } else {
+        ++seen_.discarded;
+      }
     };
     if (delay_ == absl::ZeroDuration()) {
       answer();
       return;
     }
-    repliers_.emplace_back([this, answer = std::move(answer)] {
-      if (!seen_.deferred_started.HasBeenNotified()) {
-        seen_.deferred_started.Notify();
-      }
-      absl::SleepFor(delay_);
-      answer();
-    });
+    repliers_.emplace_back(
+        [this, budget = std::move(budget), answer = std::move(answer)] {
+          if (!seen_.deferred_started.HasBeenNotified()) {
+            seen_.budget = budget;
+            seen_.deferred_started.Notify();
+          }
+          absl::SleepFor(delay_);
+          seen_.release.WaitForNotification();
+          answer();
+        });
   }
 
   Seen& seen_;
@@ -213,25 +228,86 @@ TEST_F(SocketServerTest, ManyCallersAllAnswered) {
   EXPECT_EQ(ok.load(), 400);
 }
 
-TEST_F(SocketServerTest, ShutdownWaitsForAnAnswerGivenLater) {
-  Serve(absl::Milliseconds(300));
+TEST_F(SocketServerTest, AnAnswerGivenLaterReachesTheCaller) {
+  Serve(absl::Milliseconds(50));
+  seen_.release.Notify();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  AllocateResponse resp;
+  grpc::Status status = Stub()->Allocate(&ctx, Request(2), &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(resp.container_responses_size(), 2);
+  EXPECT_EQ(seen_.replied.load(), 1);
+  // The work saw the caller's deadline.
+  ASSERT_NE(seen_.budget, nullptr);
+  EXPECT_LT(seen_.budget->deadline(), absl::Now() + absl::Seconds(31));
+  EXPECT_GT(seen_.budget->deadline(), absl::Now() + absl::Seconds(25));
+}
+
+// Shutting the server down (a socket removed, the plugin stopping) ends a
+// call whose answer is not ready at once, instead of waiting for it; the
+// answer, when it comes, is dropped.
+TEST_F(SocketServerTest, ShutdownDoesNotWaitForAnAnswerGivenLater) {
+  Serve(absl::Milliseconds(1));
   grpc::Status status;
   AllocateResponse resp;
+  absl::Notification answered;
   std::thread caller([&] {
     grpc::ClientContext ctx;
     status = Stub()->Allocate(&ctx, Request(2), &resp);
+    answered.Notify();
   });
   ASSERT_TRUE(
       seen_.deferred_started.WaitForNotificationWithTimeout(absl::Seconds(30)));
-  server_.reset();  // must not return before the deferred answer went out
-  EXPECT_EQ(seen_.replied.load(), 1);
+  const absl::Time start = absl::Now();
+  // (The test's service, destroyed with the server, then waits for its
+  // own thread, which waits for release.)
+  std::thread stop([&] { server_.reset(); });
+  // Without the fix the server's shutdown waits for the answer, which
+  // waits for release.
+  const bool ended = answered.WaitForNotificationWithTimeout(absl::Seconds(5));
+  const absl::Duration took = absl::Now() - start;
+  const bool socket_gone = !fs::exists(path_);
+  seen_.release.Notify();
+  stop.join();
   caller.join();
-  // Shutdown cancels calls in flight: the client sees the answer or the
-  // cancellation, never a hang.
-  EXPECT_TRUE(status.ok() || status.error_code() == grpc::CANCELLED ||
+  EXPECT_TRUE(ended) << "the call was still open after " << took;
+  EXPECT_TRUE(socket_gone);
+  EXPECT_TRUE(seen_.budget->cancelled());
+  // Cancelled, or the transport closing first.
+  EXPECT_TRUE(status.error_code() == grpc::CANCELLED ||
               status.error_code() == grpc::UNAVAILABLE)
       << status.error_message();
-  EXPECT_FALSE(fs::exists(path_));
+  EXPECT_EQ(seen_.replied.load(), 0);
+}
+
+// A caller that gives up cancels the work's budget at once, and the call
+// ends without waiting for its answer.
+TEST_F(SocketServerTest, CallerGoingAwayCancelsTheBudget) {
+  Serve(absl::Milliseconds(1));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Milliseconds(300)));
+  AllocateResponse resp;
+  grpc::Status status = Stub()->Allocate(&ctx, Request(1), &resp);
+  EXPECT_EQ(status.error_code(), grpc::DEADLINE_EXCEEDED);
+  ASSERT_TRUE(
+      seen_.deferred_started.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (!seen_.budget->cancelled() && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_TRUE(seen_.budget->cancelled());
+  EXPECT_FALSE(seen_.budget->live());
+  seen_.release.Notify();
+  // The late answer is dropped, and the server serves on.
+  const absl::Time until2 = absl::Now() + absl::Seconds(10);
+  while (seen_.discarded.load() == 0 && absl::Now() < until2) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(seen_.discarded.load(), 1);
+  EXPECT_EQ(seen_.replied.load(), 0);
+  grpc::ClientContext again;
+  EXPECT_TRUE(Stub()->Allocate(&again, Request(1), &resp).ok());
 }
 
 TEST_F(SocketServerTest, StreamSendsEachChangeAndEndsAtShutdown) {
