@@ -152,13 +152,13 @@ Client::Exchange Client::Send(httplib::ClientImpl& http, httplib::Request& req,
   return ex;
 }
 
-absl::StatusOr<nlohmann::json> Client::Unary(const char* method,
-                                             const std::string& path,
-                                             const QueryParams& query,
-                                             const std::string* body,
-                                             bool decode) {
+absl::StatusOr<nlohmann::json> Client::Unary(
+    const char* method, const std::string& path, const QueryParams& query,
+    const std::string* body, bool decode, absl::Time call_deadline) {
   const absl::Time start = absl::Now();
-  const absl::Time deadline = start + retry_.deadline;
+  const absl::Time deadline = call_deadline == absl::InfiniteFuture()
+                                  ? start + retry_.deadline
+                                  : call_deadline;
   const std::string what = absl::StrCat(method, " ", path);
   auto cancelled_error = [&] {
     return absl::CancelledError(absl::StrCat(what, ": cancelled"));
@@ -254,7 +254,7 @@ absl::StatusOr<nlohmann::json> Client::Unary(const char* method,
   const absl::Duration elapsed = absl::Now() - start;
   if (last.ok()) {
     return absl::DeadlineExceededError(absl::StrCat(
-        what, ": deadline of ", absl::FormatDuration(retry_.deadline),
+        what, ": deadline of ", absl::FormatDuration(deadline - start),
         " passed before the first attempt"));
   }
   absl::StatusCode code = last.code();
@@ -268,6 +268,11 @@ absl::StatusOr<nlohmann::json> Client::Unary(const char* method,
 
 absl::StatusOr<nlohmann::json> Client::Get(const std::string& path) {
   return Unary("GET", path, {}, nullptr, true);
+}
+
+absl::StatusOr<nlohmann::json> Client::Get(const std::string& path,
+                                           absl::Time deadline) {
+  return Unary("GET", path, {}, nullptr, true, deadline);
 }
 
 absl::StatusOr<nlohmann::json> Client::List(const std::string& path,

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "kube/answer.h"
 #include "kube/config.h"
 #include "kube/path.h"
 #include "kube/server_url.h"
@@ -81,9 +82,15 @@ class Client {
   // CodeForHttpStatus (status.h); transport errors Unavailable, or
   // DeadlineExceeded when the last attempt got no answer in time (a hung
   // server or connect); Cancelled after Cancel(); an
-  // answer that is not JSON Unknown. The message names the method and path
-  // and holds the server's Status message or the transport error.
+  // answer that is not JSON Unknown; ResourceExhausted, not retried, for an
+  // answer over kMaxObjectBytes (kMaxListBytes for List; it is not read
+  // further), nested deeper or holding more values than JsonLimits allows
+  // (kube/answer.h). The message names the method and path and holds the
+  // server's Status message or the transport error.
   absl::StatusOr<nlohmann::json> Get(const std::string& path);
+  // The same, retried until `deadline` instead of the RetryPolicy's.
+  absl::StatusOr<nlohmann::json> Get(const std::string& path,
+                                     absl::Time deadline);
   absl::StatusOr<nlohmann::json> List(const std::string& path,
                                       const ListOptions& options);
   absl::StatusOr<nlohmann::json> Create(const std::string& path,
@@ -145,12 +152,15 @@ class Client {
          std::shared_ptr<const internal::TlsSettings> tls,
          std::unique_ptr<httplib::ClientImpl> unary_http);
 
-  // One unary call with retries: `method` on `path` + `query`, sending
-  // `body` as JSON unless null; decodes the answer when `decode`.
-  absl::StatusOr<nlohmann::json> Unary(const char* method,
-                                       const std::string& path,
-                                       const QueryParams& query,
-                                       const std::string* body, bool decode);
+  // One unary call with retries until `deadline` (InfiniteFuture: the
+  // RetryPolicy's): `method` on `path` + `query`, sending `body` as JSON
+  // unless null; decodes the answer when `decode`. An answer's body over
+  // `max_answer` bytes is not read further (kube/answer.h has the bounds).
+  absl::StatusOr<nlohmann::json> Unary(
+      const char* method, const std::string& path, const QueryParams& query,
+      const std::string* body, bool decode,
+      absl::Time deadline = absl::InfiniteFuture(),
+      size_t max_answer = kMaxObjectBytes);
 
   // A request with the common headers and the bearer token.
   void PrepareRequest(httplib::Request& req, const char* method,
