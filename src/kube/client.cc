@@ -16,6 +16,7 @@
 #include "kube/endpoint.h"
 #include "kube/status.h"
 #include "util/logging.h"
+#include "util/quote.h"
 
 namespace gdp::kube {
 
@@ -154,7 +155,8 @@ Client::Exchange Client::Send(httplib::ClientImpl& http, httplib::Request& req,
 
 absl::StatusOr<nlohmann::json> Client::Unary(
     const char* method, const std::string& path, const QueryParams& query,
-    const std::string* body, bool decode, absl::Time call_deadline) {
+    const std::string* body, bool decode, absl::Time call_deadline,
+    size_t max_answer) {
   const absl::Time start = absl::Now();
   const absl::Time deadline = call_deadline == absl::InfiniteFuture()
                                   ? start + retry_.deadline
@@ -202,9 +204,18 @@ absl::StatusOr<nlohmann::json> Client::Unary(
     }
     absl::Duration timeout = std::min(config_.request_timeout, remaining);
     const absl::Time sent = absl::Now();
+    internal::BoundedBody answer(max_answer);
+    answer.Attach(req);
     Exchange ex = Send(*unary_http_, req, timeout, timeout);
     ++attempts;
     if (ex.cancelled) return cancelled_error();
+    if (answer.too_large()) {
+      // The same again would be refused the same way.
+      return absl::ResourceExhaustedError(
+          absl::StrCat(what, ": the answer is larger than ", max_answer,
+                       " bytes (HTTP ", answer.status(), ")"));
+    }
+    ex.body = std::move(answer.body());
 
     absl::Duration wait = backoff * absl::Uniform(jitter, 0.8, 1.0);
     if (ex.error != 0) {
@@ -222,13 +233,16 @@ absl::StatusOr<nlohmann::json> Client::Unary(
     } else if (ex.status >= 200 && ex.status < 300) {
       VLOG(4, "kube: {} -> {} after {} attempt(s)", what, ex.status, attempts);
       if (!decode) return nlohmann::json();
-      nlohmann::json answer =
-          nlohmann::json::parse(ex.body, nullptr, /*allow_exceptions=*/false);
-      if (answer.is_discarded()) {
-        return absl::UnknownError(absl::StrCat(
-            what, ": the answer is not JSON: ", Truncate(ex.body, 128)));
+      absl::StatusOr<nlohmann::json> decoded = DecodeAnswer(ex.body);
+      if (absl::IsResourceExhausted(decoded.status())) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            what, ": the answer is ", decoded.status().message()));
       }
-      return answer;
+      if (!decoded.ok()) {
+        return absl::UnknownError(absl::StrCat(
+            what, ": the answer is not JSON: ", CutText(ex.body, 128)));
+      }
+      return decoded;
     } else if (ex.status == 401 && !refreshed_token &&
                token_.RefreshAfterUnauthorized(*token)) {
       refreshed_token = true;  // the token rotated under an unchanged stamp
@@ -277,7 +291,8 @@ absl::StatusOr<nlohmann::json> Client::Get(const std::string& path,
 
 absl::StatusOr<nlohmann::json> Client::List(const std::string& path,
                                             const ListOptions& options) {
-  return Unary("GET", path, ListParams(options), nullptr, true);
+  return Unary("GET", path, ListParams(options), nullptr, true,
+               absl::InfiniteFuture(), kMaxListBytes);
 }
 
 absl::StatusOr<nlohmann::json> Client::Create(const std::string& path,

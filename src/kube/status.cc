@@ -1,6 +1,8 @@
 #include "kube/status.h"
 
 #include "absl/strings/str_cat.h"
+#include "util/bounded_json.h"
+#include "util/quote.h"
 
 namespace gdp::kube {
 namespace {
@@ -59,8 +61,11 @@ bool IsRetryableHttpStatus(int http_status) {
 
 absl::Status ErrorFromResponse(absl::string_view method, absl::string_view path,
                                int http_status, absl::string_view body) {
-  nlohmann::json object =
-      nlohmann::json::parse(body.begin(), body.end(), nullptr, false);
+  // Parsed within the bounds of any answer; a body that is not JSON (or
+  // too deep for it) is quoted as text.
+  absl::StatusOr<nlohmann::json> parsed = ParseBoundedJson(body);
+  const nlohmann::json object =
+      parsed.ok() ? *std::move(parsed) : nlohmann::json();
   std::string reason;
   std::string detail;
   if (StringField(object, "kind") == "Status") {
@@ -70,8 +75,8 @@ absl::Status ErrorFromResponse(absl::string_view method, absl::string_view path,
     detail = std::string(body);
   }
   std::string message = absl::StrCat(method, " ", path, ": HTTP ", http_status);
-  if (!reason.empty()) absl::StrAppend(&message, " ", reason);
-  if (!detail.empty()) absl::StrAppend(&message, ": ", Truncate(detail));
+  if (!reason.empty()) absl::StrAppend(&message, " ", CutText(reason, 64));
+  if (!detail.empty()) absl::StrAppend(&message, ": ", CutText(detail, 256));
   absl::StatusCode code = CodeForHttpStatus(http_status, reason);
   if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
   return absl::Status(code, message);
@@ -89,10 +94,13 @@ absl::Status ErrorFromStatusObject(absl::string_view what,
   std::string reason = StringField(status, "reason");
   std::string message = absl::StrCat(what, ":");
   if (http_status != 0) absl::StrAppend(&message, " HTTP ", http_status);
-  if (!reason.empty()) absl::StrAppend(&message, " ", reason);
+  if (!reason.empty()) absl::StrAppend(&message, " ", CutText(reason, 64));
   std::string detail = StringField(status, "message");
-  if (detail.empty() && !status.is_object()) detail = status.dump();
-  if (!detail.empty()) absl::StrAppend(&message, ": ", Truncate(detail));
+  if (detail.empty() && !status.is_object()) {
+    detail =
+        status.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  if (!detail.empty()) absl::StrAppend(&message, ": ", CutText(detail, 256));
   absl::StatusCode code = http_status == 0
                               ? absl::StatusCode::kUnknown
                               : CodeForHttpStatus(http_status, reason);

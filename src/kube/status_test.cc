@@ -92,6 +92,21 @@ TEST(ErrorFromStatusObjectTest, NoCodeIsUnknown) {
   EXPECT_THAT(status.message(), HasSubstr("weird"));
 }
 
+TEST(ErrorFromResponseTest, HugeReasonAndMessageAreCutAndEscaped) {
+  nlohmann::json object = {
+      {"kind", "Status"},
+      {"reason", std::string(1 << 20, 'R')},
+      {"message", "line\nforged\x1b[31m" + std::string(1 << 20, 'm')}};
+  for (const absl::Status& status :
+       {ErrorFromResponse("GET", "/p", 500, object.dump()),
+        ErrorFromStatusObject("WATCH /p", object)}) {
+    EXPECT_LT(status.message().size(), 500u) << status.message().substr(0, 200);
+    EXPECT_THAT(status.message(), Not(HasSubstr("\n")));
+    EXPECT_THAT(status.message(), HasSubstr("line\\x0aforged\\x1b[31m"));
+    EXPECT_THAT(status.message(), HasSubstr("(+"));
+  }
+}
+
 TEST(TruncateTest, Cuts) {
   EXPECT_EQ(Truncate("abc", 3), "abc");
   EXPECT_EQ(Truncate("abcd", 3), "abc...");

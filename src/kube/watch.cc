@@ -8,12 +8,12 @@
 #include "kube/client.h"
 #include "kube/endpoint.h"
 #include "kube/status.h"
+#include "util/bounded_json.h"
+#include "util/quote.h"
 
 namespace gdp::kube {
 namespace {
 
-// The most one event may take; a larger one ends the watch.
-constexpr size_t kMaxEventBytes = 64 << 20;
 // The most of a failed answer's body kept for the error message.
 constexpr size_t kMaxErrorBody = 4096;
 
@@ -22,12 +22,16 @@ constexpr size_t kMaxErrorBody = 4096;
 // event object.
 absl::Status ParseEvent(absl::string_view what, absl::string_view line,
                         WatchEvent& event) {
-  nlohmann::json json =
-      nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
-  if (json.is_discarded() || !json.is_object() || !json.contains("type") ||
+  absl::StatusOr<nlohmann::json> parsed = DecodeAnswer(line);
+  if (absl::IsResourceExhausted(parsed.status())) {
+    return absl::UnavailableError(
+        absl::StrCat(what, ": a watch event is ", parsed.status().message()));
+  }
+  nlohmann::json json = parsed.ok() ? *std::move(parsed) : nlohmann::json();
+  if (!json.is_object() || !json.contains("type") ||
       !json["type"].is_string() || !json.contains("object")) {
     return absl::UnavailableError(
-        absl::StrCat(what, ": malformed watch event: ", Truncate(line, 128)));
+        absl::StrCat(what, ": malformed watch event: ", CutText(line, 128)));
   }
   event.type = json["type"].get<std::string>();
   event.object = std::move(json["object"]);
@@ -73,6 +77,12 @@ absl::Status Client::Watch(
 
     // Hands every complete line in `pending` to on_event; false ends the
     // stream.
+    auto too_large = [&] {
+      stream_error = absl::UnavailableError(
+          absl::StrCat(what, ": a watch event is larger than ",
+                       kMaxWatchEventBytes, " bytes"));
+      return false;
+    };
     auto deliver = [&](bool at_end) {
       size_t begin = 0;
       while (begin < pending.size()) {
@@ -84,6 +94,9 @@ absl::Status Client::Watch(
         absl::string_view line(pending.data() + begin, newline - begin);
         begin = newline + 1;
         if (absl::StripAsciiWhitespace(line).empty()) continue;
+        if (line.size() > kMaxWatchEventBytes) return too_large();
+        // A large event's tree, freed after on_event, is given back.
+        ScopedMemoryRelease release;
         WatchEvent event;
         stream_error = ParseEvent(what, line, event);
         if (!stream_error.ok()) return false;
@@ -97,11 +110,7 @@ absl::Status Client::Watch(
         }
       }
       pending.erase(0, std::min(begin, pending.size()));
-      if (pending.size() > kMaxEventBytes) {
-        stream_error = absl::UnavailableError(absl::StrCat(
-            what, ": a watch event is larger than ", kMaxEventBytes, " bytes"));
-        return false;
-      }
+      if (pending.size() > kMaxWatchEventBytes) return too_large();
       return true;
     };
 
