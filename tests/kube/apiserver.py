@@ -94,7 +94,11 @@ API (JSON only; HTTP/1.1 keep-alive, threaded)
   labelSelector k=v, k==v, k!=v, k, !k, k in (a,b), k notin (a,b).
   Server-set fields: metadata.uid (uuid4), metadata.resourceVersion (one
   counter for all kinds, bumped by every write), creationTimestamp,
-  generation (1, +1 when spec changes); kind and apiVersion are filled in;
+  generation (1, +1 when spec changes), managedFields (an Update entry per
+  writer: manager = the fieldManager parameter or the User-Agent up to its
+  first '/', apiVersion, time of its last write that changed the object,
+  subresource "status" for /status; no fieldsV1; managedFields sent are
+  ignored); kind and apiVersion are filled in;
   a namespace sent for a cluster-scoped kind is dropped, as by the real
   server.
   Claims get the server's defaults (allocationMode ExactCount, count 1,
@@ -163,7 +167,10 @@ Control API (HTTPS on the same port, no authentication, JSON)
                                status (a Status body); {"close":true,...}
                                drops the connection unanswered instead;
                                {"delay_seconds":S,...} delays them (then
-                               answers normally unless status/close is set).
+                               answers normally unless status/close is set);
+                               {"answer_delay_seconds":S,...} serves them at
+                               once (a write is stored, its watch events go
+                               out) but holds the answer S seconds.
                                Faults apply before authentication, in the
                                order posted; the first match is taken.
   GET    /emulator/faults      the pending faults; DELETE clears them

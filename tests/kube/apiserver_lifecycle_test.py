@@ -2,7 +2,7 @@
 """Fault, drop-taints and life-cycle tests of the API server emulator.
 
 Run from apiserver_test.py (or alone): injected faults (status, dropped
-connection, delay), the drop-taints switch, SIGTERM with a watch open, a
+connection, delay, delayed answer), the drop-taints switch, SIGTERM with a watch open, a
 restart on a fixed port with the same --dir, no schema, --log-events and a
 busy port.
 """
@@ -23,6 +23,7 @@ sys.dont_write_bytecode = True  # No __pycache__ in the source tree.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
 from emulator_fixture import Emulator, gpu_slice, read_line
+from kube_client import Client
 
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
@@ -64,6 +65,29 @@ class FaultTest(unittest.TestCase):
     start = time.monotonic()
     self.assertEqual(self.c.request("GET", "/api/v1/nodes")[0], 200)
     self.assertGreaterEqual(time.monotonic() - start, 0.45)
+
+  def test_answer_delay_fault_stores_first(self):
+    # The write is stored (and seen by others) before its answer comes.
+    self.emu.control("POST", "faults", {"answer_delay_seconds": 1.0,
+                                        "count": 1, "methods": ["POST"]})
+    done = []
+    writer = threading.Thread(target=lambda: done.append(
+        self.c.create("nodes", {"metadata": {"name": "slow-answer"}})))
+    start = time.monotonic()
+    writer.start()
+    with Client.from_kubeconfig(os.path.join(self.emu.dir,
+                                             "kubeconfig")) as other:
+      while time.monotonic() - start < 5:
+        code, _ = other.request("GET", "/api/v1/nodes/slow-answer")
+        if code == 200:
+          break
+        time.sleep(0.02)
+      self.assertEqual(code, 200)
+    self.assertLess(time.monotonic() - start, 0.9)
+    self.assertEqual(done, [])
+    writer.join()
+    self.assertGreaterEqual(time.monotonic() - start, 0.95)
+    self.assertEqual(done[0]["metadata"]["name"], "slow-answer")
 
   def test_drop_taints_toggle(self):
     self.emu.control("POST", "drop-taints", {"enabled": True})

@@ -297,6 +297,35 @@ class ApiTest(unittest.TestCase):
                       mine[0]["user_agent"]), ("GET", 404, "probe-agent/1.0"))
     self.assertIsInstance(mine[0]["time"], float)
 
+  def test_managed_fields_name_the_writers(self):
+    def write(method, path, body, agent, query=""):
+      code, answer = self.c.request(method, path + query, body,
+                                    headers={"User-Agent": agent})
+      self.assertIn(code, (200, 201), answer)
+      return answer
+
+    made = write("POST", SLICES, gpu_slice("mf-node"), "writer-a/1.0 (linux)")
+    path = SLICES + "/" + made["metadata"]["name"]
+    entries = made["metadata"]["managedFields"]
+    self.assertEqual([(e["manager"], e["operation"], e["apiVersion"])
+                      for e in entries],
+                     [("writer-a", "Update", "resource.k8s.io/v1")])
+    self.assertTrue(entries[0]["time"].endswith("Z"))
+    # Another writer gets an entry of its own; one sent is ignored.
+    made["spec"]["devices"] = made["spec"]["devices"][:1]
+    made["metadata"]["managedFields"] = [{"manager": "liar"}]
+    second = write("PUT", path, made, "writer-b", "?fieldManager=named-b")
+    self.assertEqual([e["manager"] for e in
+                      second["metadata"]["managedFields"]],
+                     ["writer-a", "named-b"])
+    # A write that changes nothing records nothing.
+    again = write("PUT", path, second, "writer-c/2")
+    self.assertEqual(again["metadata"]["managedFields"],
+                     second["metadata"]["managedFields"])
+    self.assertEqual(again["metadata"]["resourceVersion"],
+                     second["metadata"]["resourceVersion"])
+    self.assertEqual(self.emu.violations(), [])
+
   def test_patch_is_refused(self):
     code, body = self.c.request("PATCH", "/api/v1/nodes/x", {})
     self.assertEqual((code, body["reason"]), (405, "MethodNotAllowed"))

@@ -11,7 +11,11 @@ OpenAPI schema (when given) and the API server's rules; a bad object raises
 ApiError(422, Invalid, violation=True) whose message lists every problem.
 Other failures raise ApiError with kube-apiserver's code and reason. The
 server-set metadata (uid, resourceVersion, creationTimestamp, generation)
-is filled in here. Thread-safe: every method takes store.cond.
+is filled in here, and metadata.managedFields: one Update entry per
+manager (and subresource) with the time of its last write that changed the
+object; fieldsType/fieldsV1 (which fields each manager owns) are left out,
+and managedFields sent in a body are ignored. Thread-safe: every method
+takes store.cond.
 """
 
 import datetime
@@ -71,6 +75,33 @@ def now_rfc3339():
       "%Y-%m-%dT%H:%M:%SZ")
 
 
+# kube-apiserver's limit on a field manager's name.
+_MAX_MANAGER = 128
+
+
+def manager_name(field_manager, user_agent):
+  """The manager kube-apiserver records for a write: the fieldManager query
+  parameter, else the User-Agent up to its first '/', cut to 128 chars."""
+  return (field_manager or (user_agent or "").split("/")[0])[:_MAX_MANAGER]
+
+
+def _record_manager(meta, manager, api_version, subresource=""):
+  """Gives manager's Update entry (of subresource) in meta's managedFields
+  the current time; the other entries stay."""
+  if not manager:
+    return
+  entries = [e for e in meta.get("managedFields") or []
+             if not (e.get("manager") == manager and
+                     e.get("operation") == "Update" and
+                     e.get("subresource", "") == subresource)]
+  entry = {"manager": manager, "operation": "Update",
+           "apiVersion": api_version, "time": now_rfc3339()}
+  if subresource:
+    entry["subresource"] = subresource
+  entries.append(entry)
+  meta["managedFields"] = entries
+
+
 def _object_key(obj):
   meta = obj.get("metadata") or {}
   return meta.get("namespace") or "", meta.get("name") or ""
@@ -106,14 +137,16 @@ class Api:
 
   # Writes.
 
-  def create(self, kind, namespace, body):
+  def create(self, kind, namespace, body, manager=""):
     """Validates and stores a new object; returns it (body is not changed).
 
-    namespace: the URL's (namespaced kinds). ApiError: 400 (bad body), 409
-    AlreadyExists, 422 Invalid, 500 (resourceVersion set).
+    namespace: the URL's (namespaced kinds); manager: the writer's field
+    manager (manager_name). ApiError: 400 (bad body), 409 AlreadyExists,
+    422 Invalid, 500 (resourceVersion set).
     """
     obj = self._prepare_body(kind, namespace, body)
     meta = obj["metadata"]
+    meta.pop("managedFields", None)
     if meta.get("resourceVersion"):
       raise ApiError(500, "resourceVersion should not be set on objects to be "
                      "created", violation=True)
@@ -138,20 +171,23 @@ class Api:
       meta["uid"] = str(uuid.uuid4())
       meta["creationTimestamp"] = now_rfc3339()
       meta["generation"] = 1
+      _record_manager(meta, manager, kind.api_version)
       rv = self.store.next_rv()
       meta["resourceVersion"] = str(rv)
       objs[key] = obj
       self.store.record(rv, "ADDED", kind, obj, None)
     return obj
 
-  def update(self, kind, namespace, name, body, status=False):
+  def update(self, kind, namespace, name, body, status=False, manager=""):
     """Replaces an object (or only its status); returns the stored one.
 
-    ApiError: 400 (bad body, name mismatch), 404, 409 Conflict (stale
-    resourceVersion or other uid), 422 Invalid.
+    manager: the writer's field manager (manager_name). ApiError: 400 (bad
+    body, name mismatch), 404, 409 Conflict (stale resourceVersion or other
+    uid), 422 Invalid.
     """
     new = self._prepare_body(kind, namespace, body)
     meta = new["metadata"]
+    meta.pop("managedFields", None)
     if meta.get("name") != name:
       raise ApiError(400, "the name of the object (%s) does not match the "
                      "name on the URL (%s)" % (meta.get("name") or "", name))
@@ -174,7 +210,8 @@ class Api:
         if "status" in old:
           new["status"] = old["status"]
       for field in ("uid", "creationTimestamp", "deletionTimestamp",
-                    "deletionGracePeriodSeconds", "generation"):
+                    "deletionGracePeriodSeconds", "generation",
+                    "managedFields"):
         if field in old_meta:
           meta[field] = old_meta[field]
         else:
@@ -186,6 +223,8 @@ class Api:
       meta["resourceVersion"] = old_meta["resourceVersion"]
       if kube_meta.same(new, old):
         return old  # A no-op update writes nothing, as in etcd3.
+      _record_manager(meta, manager, kind.api_version,
+                      "status" if status else "")
       rv = self.store.next_rv()
       meta["resourceVersion"] = str(rv)
       if meta.get("deletionTimestamp") and not meta.get("finalizers"):

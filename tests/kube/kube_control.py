@@ -126,12 +126,16 @@ class State:
       fault["close"] = True
     if body.get("delay_seconds") is not None:
       fault["delay_seconds"] = float(body["delay_seconds"])
+    if body.get("answer_delay_seconds") is not None:
+      fault["answer_delay_seconds"] = float(body["answer_delay_seconds"])
     if body.get("retry_after_seconds") is not None:
       fault["retry_after_seconds"] = int(body["retry_after_seconds"])
     if body.get("message") is not None:
       fault["message"] = str(body["message"])
-    if not any(k in fault for k in ("status", "close", "delay_seconds")):
-      raise ValueError("a fault needs status, close or delay_seconds")
+    if not any(k in fault for k in ("status", "close", "delay_seconds",
+                                    "answer_delay_seconds")):
+      raise ValueError("a fault needs status, close, delay_seconds or "
+                       "answer_delay_seconds")
     if fault["count"] == 0:
       raise ValueError("count must be non-zero (negative: every request)")
     with self._lock:

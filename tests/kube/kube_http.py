@@ -17,7 +17,7 @@ import urllib.parse
 
 import kube_discovery
 import kube_watch
-from kube_api import KINDS, strict_loads
+from kube_api import KINDS, manager_name, strict_loads
 from kube_selectors import Selector
 from kube_store import ApiError, status_object
 
@@ -73,6 +73,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
   protocol_version = "HTTP/1.1"
   server_version = "kube-apiserver-emulator"
+  answer_delay = 0  # seconds the next answer is held (a fault)
 
   def log_message(self, *args):
     pass
@@ -108,6 +109,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     for key, value in (extra or {}).items():
       head.append("%s: %s" % (key, value))
     data = ("\r\n".join(head) + "\r\n\r\n").encode() + body
+    if self.answer_delay:
+      time.sleep(self.answer_delay)
+      self.answer_delay = 0
     self.wfile.write(data)
 
   def send_json(self, code, obj, extra=None):
@@ -143,6 +147,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
   def _handle(self, method):
     start = time.time()
     self.status = 0
+    self.answer_delay = 0
     url = urllib.parse.urlsplit(self.path)
     path = url.path
     query = dict(urllib.parse.parse_qsl(url.query, keep_blank_values=True))
@@ -188,6 +193,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
       return False
     if fault.get("delay_seconds"):
       time.sleep(fault["delay_seconds"])
+    self.answer_delay = fault.get("answer_delay_seconds") or 0
     if fault.get("close"):
       self.close_connection = True
       self.status = -1
@@ -245,13 +251,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
       self._list(kind, namespace, query)
     elif method == "POST" and not name:
       obj = self._write_body(method)
+      manager = manager_name(query.get("fieldManager"),
+                             self.headers.get("User-Agent"))
       self.send_json(201, self._guard(method, obj, lambda: (
-          self.server.state.api.create(kind, namespace, obj))))
+          self.server.state.api.create(kind, namespace, obj, manager))))
     elif method == "PUT" and name:
       obj = self._write_body(method)
+      manager = manager_name(query.get("fieldManager"),
+                             self.headers.get("User-Agent"))
       self.send_json(200, self._guard(method, obj, lambda: (
           self.server.state.api.update(kind, namespace, name, obj,
-                                       status=sub == "status"))))
+                                       status=sub == "status",
+                                       manager=manager))))
     elif method == "DELETE" and name:
       options = json.loads(self.body) if self.body.strip() else {}
       if not isinstance(options, dict):
