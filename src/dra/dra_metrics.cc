@@ -24,6 +24,23 @@ DraMetrics& DraMetrics::Get() {
                      "The kubelet's verdicts on our DRA plugin registration "
                      "(ok, failed).",
                      {"result"}),
+        r.AddCounter("gpu_device_plugin_dra_slice_watch_restarts_total",
+                     "Ends of the ResourceSlice watch, each followed by a new "
+                     "watch, by reason (closed by the server, expired, "
+                     "failed).",
+                     {"reason"}),
+        r.AddCounter("gpu_device_plugin_dra_slice_watch_backoffs_total",
+                     "ResourceSlice watches started again only after a "
+                     "backoff, the one before having been short.",
+                     {}),
+        r.AddCounter("gpu_device_plugin_dra_slice_foreign_writes_total",
+                     "Changes to this node's ResourceSlices made by someone "
+                     "else.",
+                     {}),
+        r.AddCounter("gpu_device_plugin_dra_slice_reconciles_throttled_total",
+                     "Republications after someone else's changes that the "
+                     "rate limit delayed.",
+                     {}),
     };
   }();
   return *m;

@@ -22,6 +22,19 @@ struct DraMetrics {
   // gpu_device_plugin_dra_registrations_total{result}: the kubelet's
   // NotifyRegistrationStatus ("ok", "failed").
   metrics::Family<metrics::Counter>& registrations;
+  // gpu_device_plugin_dra_slice_watch_restarts_total{reason}: ends of the
+  // ResourceSlice watch, each followed by a new one: "closed" (by the
+  // server), "expired" (410: listed again), "failed".
+  metrics::Family<metrics::Counter>& watch_restarts;
+  // gpu_device_plugin_dra_slice_watch_backoffs_total: watches started
+  // again only after a backoff, the one before having been short.
+  metrics::Family<metrics::Counter>& watch_backoffs;
+  // gpu_device_plugin_dra_slice_foreign_writes_total: changes to the pool's
+  // slices that someone else made (seen by the watch).
+  metrics::Family<metrics::Counter>& foreign_writes;
+  // gpu_device_plugin_dra_slice_reconciles_throttled_total: reconciles
+  // after foreign writes that the rate limit delayed.
+  metrics::Family<metrics::Counter>& reconciles_throttled;
 
   // Registered in metrics::DefaultRegistry() at the first call. Thread-safe.
   static DraMetrics& Get();

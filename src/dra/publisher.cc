@@ -14,6 +14,11 @@ namespace gdp::dra {
 namespace {
 
 constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
+// How many of our latest writes are remembered (for a watch that lags).
+constexpr size_t kWrittenKept = 256;
+// How many events a reconcile holds for judging when it ends; more are
+// taken as someone else's.
+constexpr size_t kUnsureKept = 1024;
 
 std::string MetadataString(const nlohmann::json& object, const char* key) {
   auto m = object.find("metadata");
@@ -69,7 +74,8 @@ SlicePublisher::SlicePublisher(kube::Client& api, PublisherOptions options)
       collection_(kSlices),
       field_selector_(absl::StrCat("spec.nodeName=", options_.node_name,
                                    ",spec.driver=", options_.driver_name)),
-      backoff_(options_.initial_backoff) {}
+      backoff_(options_.initial_backoff),
+      foreign_(options_.foreign) {}
 
 SlicePublisher::~SlicePublisher() { Stop(); }
 
@@ -79,17 +85,66 @@ void SlicePublisher::SetDevices(std::vector<SliceDevice> devices) {
   wanted_ = std::move(devices);
   wanted_set_ = true;
   dirty_ = true;
+  foreign_only_ = false;
   status_.in_sync = false;
   // A change of what we publish is worth an attempt now, backoff or not.
   next_attempt_ = absl::InfinitePast();
+  ++changes_;
 }
 
 void SlicePublisher::MarkOutOfSync() {
   absl::MutexLock lock(&mu_);
-  if (dirty_) return;
+  ++changes_;
+  foreign_only_ = false;  // no token needed now, if it waited for one
+  if (dirty_) return;     // keeps the backoff of a failed attempt
   dirty_ = true;
   status_.in_sync = false;
   next_attempt_ = absl::InfinitePast();
+}
+
+void SlicePublisher::ForeignWriteLocked(std::string writer) {
+  DraMetrics::Get().foreign_writes.With({}).Increment();
+  if (!writer.empty()) other_writer_ = std::move(writer);
+  if (dirty_) return;  // a reconcile is due anyway, for whatever cause
+  dirty_ = true;
+  foreign_only_ = true;
+  status_.in_sync = false;
+  next_attempt_ = absl::InfinitePast();
+  ++changes_;
+}
+
+bool SlicePublisher::IsOursLocked(const std::string& name,
+                                  const std::string& version) const {
+  return known_.contains({name, version}) || written_.contains({name, version});
+}
+
+void SlicePublisher::RememberWriteLocked(const std::string& name,
+                                         const std::string& version) {
+  if (!written_.insert({name, version}).second) return;
+  written_order_.emplace_back(name, version);
+  if (written_order_.size() > kWrittenKept) {
+    written_.erase(written_order_.front());
+    written_order_.pop_front();
+  }
+}
+
+void SlicePublisher::OnWatchEvent(const std::string& type,
+                                  const std::string& name,
+                                  const std::string& version,
+                                  std::string writer) {
+  absl::MutexLock lock(&mu_);
+  if (type == "DELETED") {
+    if (deleted_.erase(name) > 0) return;
+  } else if (IsOursLocked(name, version)) {
+    return;
+  } else if (reconciling_ && unsure_.size() < kUnsureKept) {
+    // Perhaps a write of the reconcile in progress that has not answered.
+    unsure_.emplace_back(name, version, std::move(writer));
+    return;
+  }
+  VLOG(1, "ResourceSlice {} {} by someone else ({}); republishing", name,
+       absl::AsciiStrToLower(type), writer.empty() ? "unknown" : writer);
+  ForeignWriteLocked(std::move(writer));
 }
 
 void SlicePublisher::Stop() {
@@ -116,22 +171,61 @@ void SlicePublisher::Run() {
   }
 }
 
+namespace {
+
+struct WaitFor {
+  const bool* stopping;
+  const uint64_t* changes;
+  uint64_t seen;
+  static bool Done(WaitFor* w) {
+    return *w->stopping || *w->changes != w->seen;
+  }
+};
+
+}  // namespace
+
 void SlicePublisher::Step(absl::Duration max_wait) {
-  bool due;
+  bool due = false;
+  bool foreign = false;  // only others' writes made it due
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
-    due = wanted_set_ && dirty_ && absl::Now() >= next_attempt_;
-    if (due) dirty_ = false;  // a change from here on sets it again
+    const absl::Time now = absl::Now();
+    if (wanted_set_ && dirty_ && now >= next_attempt_) {
+      if (!foreign_only_) {
+        due = true;
+      } else if (foreign_.Available(now) <= now) {
+        foreign_.Take(now);
+        due = foreign = true;
+      } else if (!throttled_) {
+        throttled_ = true;
+        DraMetrics::Get().reconciles_throttled.With({}).Increment();
+      }
+    }
+    if (due) {
+      // A change from here on sets it again.
+      dirty_ = foreign_only_ = throttled_ = false;
+      reconciling_ = true;
+    }
   }
   if (due) {
-    absl::Status s = Reconcile();
+    int writes = 0;
+    absl::Status s = Reconcile(&writes);
     if (!absl::IsCancelled(s)) {
       DraMetrics::Get()
           .publications.With({s.ok() ? "ok" : "failed"})
           .Increment();
     }
     absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    // Events that came while we wrote: ours now that the writes answered,
+    // or someone else's.
+    reconciling_ = false;
+    std::vector<std::tuple<std::string, std::string, std::string>> unsure;
+    unsure.swap(unsure_);
+    for (auto& [name, version, writer] : unsure) {
+      if (!IsOursLocked(name, version)) ForeignWriteLocked(std::move(writer));
+    }
     if (s.ok()) {
       backoff_ = options_.initial_backoff;
       if (!status_.last_error.empty()) {
@@ -140,10 +234,27 @@ void SlicePublisher::Step(absl::Duration max_wait) {
       }
       status_.last_error.clear();
       status_.in_sync = !dirty_;
+      if (foreign && writes > 0 && foreign_.Undid(now)) {
+        LOG_WARN(
+            "The ResourceSlices of pool {} (driver {}) keep being rewritten "
+            "by another writer, {}, and we keep putting ours back: from now "
+            "on at most once every {} while this goes on. Two drivers "
+            "publish the same pool: is NVIDIA's DRA driver still running on "
+            "this node? Remove it (see docs/dra.md, migrating from NVIDIA's "
+            "driver).",
+            options_.node_name, options_.driver_name,
+            other_writer_.empty()
+                ? std::string("unknown (no managedFields)")
+                : absl::StrCat("field manager \"", other_writer_, "\""),
+            absl::FormatDuration(foreign_.interval()));
+      }
     } else if (!stopping_) {
+      // Retried after the backoff; a retry of a reconcile that only
+      // others' writes caused still needs a token.
+      foreign_only_ = dirty_ ? foreign_only_ && foreign : foreign;
       dirty_ = true;
       status_.in_sync = false;
-      next_attempt_ = absl::Now() + backoff_;
+      next_attempt_ = now + Jittered(backoff_, 0.5, 1.0, jitter_);
       if (status_.last_error != s.message()) {
         LOG_ERROR(
             "Publishing the ResourceSlices of pool {} failed (retrying "
@@ -158,19 +269,19 @@ void SlicePublisher::Step(absl::Duration max_wait) {
     }
   }
   absl::MutexLock lock(&mu_);
+  if (stopping_) return;
   const absl::Time now = absl::Now();
   absl::Time deadline = max_wait == absl::InfiniteDuration()
                             ? absl::InfiniteFuture()
                             : now + max_wait;
-  if (dirty_ && wanted_set_) deadline = std::min(deadline, next_attempt_);
-  mu_.AwaitWithDeadline(
-      absl::Condition(
-          +[](SlicePublisher* p) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return p->stopping_ || (p->dirty_ && p->wanted_set_ &&
-                                    p->next_attempt_ == absl::InfinitePast());
-          },
-          this),
-      deadline);
+  if (dirty_ && wanted_set_) {
+    absl::Time at = next_attempt_;
+    if (foreign_only_) at = std::max(at, foreign_.Available(now));
+    deadline = std::min(deadline, at);
+  }
+  if (deadline <= now) return;
+  WaitFor wait{&stopping_, &changes_, changes_};
+  mu_.AwaitWithDeadline(absl::Condition(&WaitFor::Done, &wait), deadline);
 }
 
 absl::Status SlicePublisher::EnsureOwner() {
@@ -196,7 +307,7 @@ absl::Status SlicePublisher::EnsureOwner() {
   return absl::OkStatus();
 }
 
-absl::Status SlicePublisher::Reconcile() {
+absl::Status SlicePublisher::Reconcile(int* writes) {
   if (absl::Status s = EnsureOwner(); !s.ok()) return s;
   std::vector<SliceDevice> devices;
   bool withhold;
@@ -282,19 +393,22 @@ absl::Status SlicePublisher::Reconcile() {
               ? api_.Create(collection_, body)
               : api_.Update(absl::StrCat(collection_, "/", o.name), body);
       if (!written.ok()) return written.status();
+      ++*writes;
       absl::StatusOr<PublishedSlice> back = ParseSlice(*written);
       if (!back.ok()) return back.status();
       if (slot[i].has_value()) {
         known.erase({slot[i]->name, slot[i]->resource_version});
       }
       absl::MutexLock lock(&mu_);
-      known_.insert({back->name, back->resource_version});
+      RememberWriteLocked(back->name, back->resource_version);
       known.insert({back->name, back->resource_version});
       if (AnyTaint(wanted[i]) && !AnyTaint(back->devices) &&
           !status_.taints_dropped) {
         status_.taints_dropped = true;
         dirty_ = true;
+        foreign_only_ = false;
         next_attempt_ = absl::InfinitePast();
+        ++changes_;
         LOG_WARN(
             "The API server dropped the taints of our devices (the "
             "DRADeviceTaints feature gate is off): unhealthy devices are "
@@ -309,6 +423,7 @@ absl::Status SlicePublisher::Reconcile() {
       absl::Status deleted =
           api_.Delete(absl::StrCat(collection_, "/", s.name));
       if (!deleted.ok() && !absl::IsNotFound(deleted)) return deleted;
+      ++*writes;
       known.erase({s.name, s.resource_version});
     }
     size_t total = 0;
@@ -334,8 +449,9 @@ absl::Status SlicePublisher::Reconcile() {
 }
 
 void SlicePublisher::RunWatch() {
+  absl::BitGen gen;
+  WatchPacer pacer(options_.watch, gen);
   std::string rv;
-  absl::Duration pause = options_.initial_backoff;
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
@@ -345,52 +461,48 @@ void SlicePublisher::RunWatch() {
     kube::ListOptions watch;
     watch.field_selector = field_selector_;
     watch.resource_version = rv;
+    const absl::Time started = absl::Now();
     absl::Status s = api_.Watch(
-        collection_, watch, options_.watch_timeout,
+        collection_, watch, pacer.NextTimeout(),
         [&](const kube::WatchEvent& e) {
-          const std::string name = MetadataString(e.object, "name");
           const std::string version =
               MetadataString(e.object, "resourceVersion");
           if (!version.empty()) rv = version;
           if (e.type == "BOOKMARK") return true;
-          bool ours;
-          {
-            absl::MutexLock lock(&mu_);
-            if (e.type == "DELETED") {
-              ours = deleted_.erase(name) > 0;
-            } else {
-              ours = known_.contains({name, version});
-            }
-          }
-          if (!ours) {
-            VLOG(1, "ResourceSlice {} {} by someone else; republishing", name,
-                 absl::AsciiStrToLower(e.type));
-            MarkOutOfSync();
-          }
+          OnWatchEvent(e.type, MetadataString(e.object, "name"), version,
+                       e.type == "DELETED"
+                           ? std::string()
+                           : LastManager(e.object, options_.field_manager));
           return true;
         });
+    const absl::Time ended = absl::Now();
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
     }
-    if (s.ok()) {
-      pause = options_.initial_backoff;
-      continue;  // the server ended the watch: resume from rv
-    }
+    const char* reason = "closed";  // by the server: resume from rv
     if (absl::IsOutOfRange(s)) {
-      rv.clear();  // too old: start over (ADDED for what is there)
+      reason = "expired";
+      rv.clear();  // too old: list again, and watch from there
       MarkOutOfSync();
-      continue;
+    } else if (!s.ok()) {
+      // The connection was lost: what happened meanwhile is unknown, so
+      // check the pool, and watch again from the current state.
+      reason = "failed";
+      VLOG(1, "Watching ResourceSlices failed: {}", s.message());
+      MarkOutOfSync();
+      rv.clear();
     }
-    // The connection was lost: what happened meanwhile is unknown, so
-    // check the pool, and watch again from the current state.
-    VLOG(1, "Watching ResourceSlices failed ({}); again in {}", s.message(),
-         absl::FormatDuration(pause));
-    MarkOutOfSync();
-    rv.clear();
+    DraMetrics::Get().watch_restarts.With({reason}).Increment();
+    const absl::Time next = pacer.NextStart(started, ended);
+    if (pacer.backing_off()) {
+      DraMetrics::Get().watch_backoffs.With({}).Increment();
+      VLOG(1, "The ResourceSlice watch ended after {} ({}); again in {}",
+           absl::FormatDuration(ended - started), reason,
+           absl::FormatDuration(next - ended));
+    }
     absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(&stopping_), pause);
-    pause = std::min(pause * 2, options_.max_backoff);
+    mu_.AwaitWithDeadline(absl::Condition(&stopping_), next);
   }
 }
 

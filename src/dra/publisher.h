@@ -8,16 +8,20 @@
 #define GDP_DRA_PUBLISHER_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "dra/pacing.h"
 #include "dra/slice_json.h"
 #include "dra/slices.h"
 #include "kube/client.h"
@@ -28,11 +32,19 @@ struct PublisherOptions {
   std::string driver_name;
   std::string node_name;  // the pool, nodeName and owning Node
   SliceLimits limits;
-  // Retry after a failed reconcile: doubling from initial to max.
+  // Retry after a failed reconcile: a wait drawn from [b/2, b), b doubling
+  // from initial to max (the jitter keeps nodes that failed together, as
+  // in an API server outage, from retrying together).
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(5);
-  // How long one watch request runs before it is renewed.
-  absl::Duration watch_timeout = absl::Minutes(5);
+  // Restarts of the slice watch and the renewal of each watch request.
+  WatchPacing watch;
+  // Reconciles that only others' writes to the pool trigger.
+  ForeignWritePacing foreign;
+  // The field manager the API server records for our writes (the
+  // User-Agent up to its first '/', as we send no fieldManager): a
+  // managedFields entry of another name is someone else's write.
+  std::string field_manager = "gpu-device-plugin";
 };
 
 // What the publisher has achieved, for probes and metrics.
@@ -66,11 +78,15 @@ class SlicePublisher {
   void Run() ABSL_LOCKS_EXCLUDED(mu_);
 
   // Watches this node's slices until Stop(), marking the pool out of sync
-  // when an object changes that we did not write. Call from one thread.
+  // when an object changes that we did not write (those reconciles are
+  // rate limited per options.foreign). A watch is started again per
+  // options.watch, however it ended. Call from one thread.
   void RunWatch() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // One round of Run(): reconcile if out of sync and due, then wait until
-  // something changes, the next retry, Stop() or `max_wait`.
+  // One round of Run(): reconcile if out of sync and due (after a failure:
+  // its backoff; after only others' writes: a token of options.foreign),
+  // then wait until something changes, the next attempt is due, Stop() or
+  // `max_wait`.
   void Step(absl::Duration max_wait = absl::InfiniteDuration())
       ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -81,10 +97,23 @@ class SlicePublisher {
   PublisherStatus status() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
-  // One attempt to make the server's pool what we want.
-  absl::Status Reconcile() ABSL_LOCKS_EXCLUDED(mu_);
+  // One attempt to make the server's pool what we want; `*writes` counts
+  // the creates, updates and deletes it made.
+  absl::Status Reconcile(int* writes) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status EnsureOwner() ABSL_LOCKS_EXCLUDED(mu_);
+  // The watch lost track (failed, expired): the pool must be checked.
   void MarkOutOfSync() ABSL_LOCKS_EXCLUDED(mu_);
+  // A watch event for slice `name` at `version`: ours, or someone else's
+  // change (judged when the reconcile in progress ends, if any).
+  void OnWatchEvent(const std::string& type, const std::string& name,
+                    const std::string& version, std::string writer)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  bool IsOursLocked(const std::string& name, const std::string& version) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ForeignWriteLocked(std::string writer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RememberWriteLocked(const std::string& name, const std::string& version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   kube::Client& api_;
   const PublisherOptions options_;
@@ -94,13 +123,32 @@ class SlicePublisher {
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool dirty_ ABSL_GUARDED_BY(mu_) = true;  // reconcile needed
+  // Only others' writes made it dirty: the reconcile needs a token.
+  bool foreign_only_ ABSL_GUARDED_BY(mu_) = false;
+  bool throttled_ ABSL_GUARDED_BY(mu_) = false;  // counted while waiting
+  // Bumped by whatever may make a reconcile due: wakes Step.
+  uint64_t changes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<SliceDevice> wanted_ ABSL_GUARDED_BY(mu_);
   bool wanted_set_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time next_attempt_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   absl::Duration backoff_ ABSL_GUARDED_BY(mu_);
-  // (name, resourceVersion) of every slice as we last saw or wrote it: a
-  // watch event for anything else means someone else changed the pool.
+  absl::BitGen jitter_ ABSL_GUARDED_BY(mu_);
+  ForeignWriteLimiter foreign_ ABSL_GUARDED_BY(mu_);
+  // The last other writer seen (managedFields manager), for the warning.
+  std::string other_writer_ ABSL_GUARDED_BY(mu_);
+  // (name, resourceVersion) of every slice as we last listed it: a watch
+  // event for anything else that we did not write is someone else's.
   std::set<std::pair<std::string, std::string>> known_ ABSL_GUARDED_BY(mu_);
+  // The versions we wrote most recently (a watch may lag behind a later
+  // list), oldest first, and the same as a set.
+  std::deque<std::pair<std::string, std::string>> written_order_
+      ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<std::string, std::string>> written_ ABSL_GUARDED_BY(mu_);
+  // While a reconcile runs, events it may have caused itself (their
+  // versions are not known before its writes answer): judged when it ends.
+  bool reconciling_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::tuple<std::string, std::string, std::string>> unsure_
+      ABSL_GUARDED_BY(mu_);
   // Slices we delete: their DELETED events are ours.
   std::set<std::string> deleted_ ABSL_GUARDED_BY(mu_);
   std::string list_resource_version_ ABSL_GUARDED_BY(mu_);

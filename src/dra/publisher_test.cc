@@ -4,16 +4,23 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "dra/dra_metrics.h"
 #include "kube/config.h"
+#include "kube/test_server.h"
+#include "kube/testing_tls.h"
 #include "testing/subprocess.h"
 
 namespace gdp::dra {
@@ -27,11 +34,12 @@ using ::testing::HasSubstr;
 
 constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
 
-std::vector<SliceDevice> Devices(int n, int tainted = -1) {
+std::vector<SliceDevice> Devices(int n, int tainted = -1,
+                                 const std::string& prefix = "gpu-") {
   std::vector<SliceDevice> out;
   for (int i = 0; i < n; ++i) {
     SliceDevice d;
-    d.name = absl::StrCat("gpu-", i);
+    d.name = absl::StrCat(prefix, i);
     d.attributes["type"] = AttributeValue::String("gpu");
     d.capacity["memory"] = 80ull << 30;
     if (i == tainted)
@@ -39,6 +47,13 @@ std::vector<SliceDevice> Devices(int n, int tainted = -1) {
     out.push_back(d);
   }
   return out;
+}
+
+// The value of a counter of the DRA metrics (process-wide: tests compare
+// before and after).
+double Count(metrics::Family<metrics::Counter>& family,
+             const std::vector<std::string>& labels = {}) {
+  return family.With(labels).value();
 }
 
 class PublisherTest : public ::testing::Test {
@@ -55,6 +70,25 @@ class PublisherTest : public ::testing::Test {
     test_api_.reset();
     server_.reset();
     fs::remove_all(dir_);
+  }
+
+  // A client of the emulator sending `user_agent` (its field manager is
+  // the part before the first '/').
+  std::unique_ptr<kube::Client> NewClient(const std::string& user_agent) {
+    absl::StatusOr<kube::ClientConfig> c =
+        kube::LoadKubeconfig((dir_ / "api" / "kubeconfig").string());
+    EXPECT_TRUE(c.ok()) << c.status();
+    c->user_agent = user_agent;
+    kube::RetryPolicy quick;
+    quick.deadline = absl::Seconds(2);
+    return *kube::Client::Create(*c, quick);
+  }
+
+  // The emulator's log of API requests (method, path, time, user agent).
+  std::vector<json> Requests() {
+    absl::StatusOr<json> log = test_api_->Get("/emulator/requests");
+    EXPECT_TRUE(log.ok()) << log.status();
+    return log.ok() ? log->get<std::vector<json>>() : std::vector<json>();
   }
 
   void StartServer(std::vector<std::string> extra = {}) {
@@ -254,6 +288,243 @@ TEST_F(PublisherTest, StopWakesTheLoops) {
   watch.join();
   EXPECT_LT(absl::Now() - stop, absl::Seconds(5));
 }
+
+// Whether `r` (from the emulator's request log) is a LIST of slices.
+bool IsSliceList(const json& r) {
+  const std::string path = r["path"];
+  return r["method"] == "GET" && absl::StartsWith(path, kSlices) &&
+         !absl::StrContains(path, "watch=");
+}
+
+// Whether `r` wrote a slice (create, update, delete).
+bool IsSliceWrite(const json& r) {
+  const std::string path = r["path"];
+  return r["method"] != "GET" && absl::StartsWith(path, kSlices);
+}
+
+TEST_F(PublisherTest, OwnWritesEchoedBeforeTheirAnswerAreNotForeign) {
+  StartServer();
+  // Each write is stored, and its watch event sent, 300 ms before its
+  // answer comes: the watch sees our write before we know its version.
+  ASSERT_TRUE(test_api_
+                  ->Create("/emulator/faults", {{"answer_delay_seconds", 0.3},
+                                                {"count", -1},
+                                                {"methods", {"POST", "PUT"}},
+                                                {"path_prefix", kSlices}})
+                  .ok());
+  const double foreign = Count(DraMetrics::Get().foreign_writes);
+  std::thread watch([p = publisher_.get()] { p->RunWatch(); });
+  // Four publications, each one reconcile (one LIST) and one write.
+  for (int tainted : {-1, 2, 3, -1}) {
+    publisher_->SetDevices(Devices(4, tainted));
+    ASSERT_TRUE(StepUntilInSync()) << publisher_->status().last_error;
+  }
+  // Events still on their way change nothing either.
+  publisher_->Step(absl::Milliseconds(500));
+  publisher_->Step(absl::ZeroDuration());
+  EXPECT_TRUE(publisher_->status().in_sync);
+  publisher_->Stop();
+  watch.join();
+  int lists = 0, writes = 0;
+  for (const json& r : Requests()) {
+    lists += IsSliceList(r);
+    writes += IsSliceWrite(r);
+  }
+  EXPECT_EQ(writes, 4);
+  EXPECT_EQ(lists, 4) << "our own writes, echoed, were taken as someone "
+                         "else's and republished";
+  EXPECT_EQ(Count(DraMetrics::Get().foreign_writes), foreign);
+}
+
+TEST_F(PublisherTest, TwoWritersOfOnePoolAreRateLimitedAndNamed) {
+  StartServer();
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  spdlog::default_logger()->sinks().push_back(sink);
+  // Two publishers of pool n1 with different devices (as NVIDIA's driver
+  // and ours on one node), each with its own field manager. Short limits:
+  // 2 at once, then every 100 ms doubling up to 800 ms.
+  ForeignWritePacing fight;
+  fight.burst = 2;
+  fight.interval = absl::Milliseconds(100);
+  fight.max_interval = absl::Milliseconds(800);
+  fight.calm_after = absl::Seconds(30);
+  struct Writer {
+    std::unique_ptr<kube::Client> api;
+    std::unique_ptr<SlicePublisher> publisher;
+    std::thread run, watch;
+  };
+  Writer writers[2];
+  const char* names[2] = {"writer-a", "writer-b"};
+  const double foreign = Count(DraMetrics::Get().foreign_writes);
+  const double throttled = Count(DraMetrics::Get().reconciles_throttled);
+  for (int i = 0; i < 2; ++i) {
+    Writer& w = writers[i];
+    w.api = NewClient(absl::StrCat(names[i], "/1.0 (linux/amd64)"));
+    PublisherOptions o;
+    o.driver_name = "gpu.nvidia.com";
+    o.node_name = "n1";
+    o.initial_backoff = absl::Milliseconds(10);
+    o.max_backoff = absl::Milliseconds(50);
+    o.foreign = fight;
+    o.field_manager = names[i];
+    w.publisher = std::make_unique<SlicePublisher>(*w.api, o);
+    w.publisher->SetDevices(Devices(8 - 4 * i, -1, i == 0 ? "a-" : "b-"));
+    w.run = std::thread([p = w.publisher.get()] { p->Run(); });
+    w.watch = std::thread([p = w.publisher.get()] { p->RunWatch(); });
+  }
+  const absl::Time start = absl::Now();
+  absl::SleepFor(absl::Seconds(4));
+  for (Writer& w : writers) w.publisher->Stop();
+  for (Writer& w : writers) {
+    w.run.join();
+    w.watch.join();
+  }
+  spdlog::default_logger()->sinks().pop_back();
+
+  // After the first second each reconciles at most once per 800 ms: 4
+  // times in the next 3 s, a write or two each (a failed one is retried
+  // with a token too); without a limit, hundreds.
+  const double after = absl::ToDoubleSeconds(absl::Now() - start) - 3;
+  int early[2] = {0, 0}, late[2] = {0, 0};
+  for (const json& r : Requests()) {
+    if (!IsSliceWrite(r)) continue;
+    const std::string agent = r["user_agent"];
+    const int i = absl::StartsWith(agent, names[0]) ? 0 : 1;
+    const double at = r["time"].get<double>() -
+                      absl::ToDoubleSeconds(start - absl::UnixEpoch());
+    (at < after ? early : late)[i]++;
+  }
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GE(early[i] + late[i], 1) << names[i] << " never wrote";
+    EXPECT_LE(late[i], 10) << names[i] << " wrote " << late[i]
+                           << " times in the last 3 s";
+  }
+  EXPECT_GT(Count(DraMetrics::Get().foreign_writes), foreign);
+  EXPECT_GT(Count(DraMetrics::Get().reconciles_throttled), throttled);
+  // One warning each, naming the other.
+  const std::string text = log.str();
+  for (int i = 0; i < 2; ++i) {
+    const std::string other = absl::StrCat("field manager \"", names[1 - i]);
+    size_t warnings = 0;
+    for (size_t at = text.find(other); at != std::string::npos;
+         at = text.find(other, at + 1)) {
+      ++warnings;
+    }
+    EXPECT_EQ(warnings, 1u) << text;
+  }
+}
+
+// An API server whose slice watch ends at once: the answer ends cleanly,
+// is a 410, or is an ERROR event with a 410 Expired Status.
+enum class WatchEnd { kClean, kGone, kExpiredEvent };
+
+class EndingWatchTest : public ::testing::TestWithParam<WatchEnd> {
+ protected:
+  void SetUp() override {
+    const WatchEnd end = GetParam();
+    server_.http().Get("/api/v1/nodes/n1", [](const httplib::Request&,
+                                              httplib::Response& res) {
+      res.set_content(R"({"kind":"Node","metadata":{"name":"n1","uid":"u1"}})",
+                      "application/json");
+    });
+    server_.http().Get(kSlices, [this, end](const httplib::Request& req,
+                                            httplib::Response& res) {
+      if (req.get_param_value("watch") != "true") {
+        lists_.Add(req);
+        res.set_content(
+            R"({"kind":"ResourceSliceList","metadata":{"resourceVersion":"7"},)"
+            R"("items":[]})",
+            "application/json");
+        return;
+      }
+      watches_.Add(req);
+      const std::string expired = kube::testing::StatusJson(
+          410, "Expired", "too old resource version: 7 (9)");
+      switch (end) {
+        case WatchEnd::kClean:
+          res.set_content("", "application/json");
+          break;
+        case WatchEnd::kGone:
+          res.status = 410;
+          res.set_content(expired, "application/json");
+          break;
+        case WatchEnd::kExpiredEvent:
+          res.set_content(
+              absl::StrCat(R"({"type":"ERROR","object":)", expired, "}\n"),
+              "application/json");
+          break;
+      }
+    });
+    server_.http().Post(
+        kSlices, [](const httplib::Request& req, httplib::Response& res) {
+          json slice = json::parse(req.body);
+          slice["metadata"]["name"] = "n1-gpu.nvidia.com-abcde";
+          slice["metadata"]["resourceVersion"] = "8";
+          res.status = 201;
+          res.set_content(slice.dump(), "application/json");
+        });
+    ASSERT_TRUE(server_.Start().ok());
+    kube::ClientConfig config;
+    config.server = server_.url();
+    config.ca_file = kube::testing::SharedTestPki().ca_cert_file;
+    absl::StatusOr<std::unique_ptr<kube::Client>> client =
+        kube::Client::Create(config);
+    ASSERT_TRUE(client.ok()) << client.status();
+    api_ = *std::move(client);
+  }
+
+  kube::testing::TestServer server_{&kube::testing::SharedTestPki()};
+  kube::testing::RequestLog watches_, lists_;
+  std::unique_ptr<kube::Client> api_;
+};
+
+TEST_P(EndingWatchTest, IsStartedAgainWithBackoffAndStopWakesIt) {
+  const std::string reason =
+      GetParam() == WatchEnd::kClean ? "closed" : "expired";
+  const double restarts = Count(DraMetrics::Get().watch_restarts, {reason});
+  const double backoffs = Count(DraMetrics::Get().watch_backoffs);
+  PublisherOptions o;  // the default pacing: 1 s apart, backoff from 1 s
+  o.driver_name = "gpu.nvidia.com";
+  o.node_name = "n1";
+  SlicePublisher publisher(*api_, o);
+  publisher.SetDevices(Devices(2));
+  const absl::Time start = absl::Now();
+  std::thread run([&] { publisher.Run(); });
+  std::thread watch([&] { publisher.RunWatch(); });
+  // Watches start at 0, then >= 1 s, >= 2 s, >= 4 s: 3 in the first 3 s
+  // (without backoff: hundreds).
+  EXPECT_TRUE(watches_.WaitFor(2, absl::Seconds(10)));
+  absl::SleepFor(start + absl::Seconds(3) - absl::Now());
+  const size_t watches = watches_.size();
+  const size_t lists = lists_.size();
+  const absl::Time stop = absl::Now();
+  publisher.Stop();
+  run.join();
+  watch.join();
+  EXPECT_LT(absl::Now() - stop, absl::Seconds(1)) << "Stop() waited";
+  EXPECT_LE(watches, 4u);
+  // An expired watch is listed again once: a LIST per watch at most (and
+  // the first publication's).
+  EXPECT_LE(lists, watches + 1);
+  EXPECT_GE(Count(DraMetrics::Get().watch_restarts, {reason}) - restarts, 1);
+  EXPECT_GE(Count(DraMetrics::Get().watch_backoffs) - backoffs, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ends, EndingWatchTest,
+                         ::testing::Values(WatchEnd::kClean, WatchEnd::kGone,
+                                           WatchEnd::kExpiredEvent),
+                         [](const ::testing::TestParamInfo<WatchEnd>& info) {
+                           switch (info.param) {
+                             case WatchEnd::kClean:
+                               return "Clean";
+                             case WatchEnd::kGone:
+                               return "Gone";
+                             case WatchEnd::kExpiredEvent:
+                               return "ExpiredEvent";
+                           }
+                           return "Unknown";
+                         });
 
 }  // namespace
 }  // namespace gdp::dra

@@ -215,4 +215,31 @@ absl::StatusOr<PublishedSlice> ParseSlice(const json& object) {
   return s;
 }
 
+std::string LastManager(const json& object, const std::string& ours) {
+  // The API server's limit on a field manager's name.
+  constexpr size_t kMaxManager = 128;
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  auto fields = meta->find("managedFields");
+  if (fields == meta->end() || !fields->is_array()) return "";
+  std::string best, best_time;
+  for (const json& entry : *fields) {
+    if (!entry.is_object()) continue;
+    auto manager = entry.find("manager");
+    auto time = entry.find("time");
+    if (manager == entry.end() || !manager->is_string()) continue;
+    std::string name = manager->get<std::string>().substr(0, kMaxManager);
+    std::string when = time != entry.end() && time->is_string()
+                           ? time->get<std::string>()
+                           : std::string();
+    const bool later = best.empty() || when > best_time;
+    const bool tie_not_ours = when == best_time && best == ours && name != ours;
+    if (later || tie_not_ours) {
+      best = std::move(name);
+      best_time = std::move(when);
+    }
+  }
+  return best;
+}
+
 }  // namespace gdp::dra

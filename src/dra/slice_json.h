@@ -71,6 +71,12 @@ struct PublishedSlice {
 // spec), for objects that are not slices at all.
 absl::StatusOr<PublishedSlice> ParseSlice(const nlohmann::json& object);
 
+// Who wrote `object` last, as the API server recorded it: the manager of its
+// metadata.managedFields entry with the latest time (RFC 3339, whole
+// seconds); among entries of that time, one other than `ours` when there is
+// one. Cut to the API's 128 characters. "" when there are no entries.
+std::string LastManager(const nlohmann::json& object, const std::string& ours);
+
 }  // namespace gdp::dra
 
 #endif  // GDP_DRA_SLICE_JSON_H_
