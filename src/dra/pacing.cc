@@ -11,6 +11,16 @@ absl::Duration Jittered(absl::Duration d, double lo, double hi,
   return d * absl::Uniform(gen, lo, hi);
 }
 
+RetryBackoff::RetryBackoff(absl::Duration initial, absl::Duration max,
+                           absl::BitGenRef gen)
+    : initial_(initial), max_(max), gen_(gen), b_(initial) {}
+
+absl::Duration RetryBackoff::Next() {
+  const absl::Duration wait = Jittered(b_, 0.5, 1.0, gen_);
+  b_ = std::min(b_ * 2, max_);
+  return wait;
+}
+
 WatchPacer::WatchPacer(WatchPacing pacing, absl::BitGenRef gen)
     : pacing_(pacing), gen_(gen), backoff_(pacing.initial_backoff) {}
 

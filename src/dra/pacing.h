@@ -19,6 +19,25 @@ namespace gdp::dra {
 absl::Duration Jittered(absl::Duration d, double lo, double hi,
                         absl::BitGenRef gen);
 
+// Waits between retries of a failed attempt: drawn from [b/2, b), b
+// doubling from `initial` to `max`, so that nodes that failed together (an
+// API server outage) spread their retries instead of coming back in step.
+// Not thread-safe.
+class RetryBackoff {
+ public:
+  RetryBackoff(absl::Duration initial, absl::Duration max, absl::BitGenRef gen);
+
+  // The wait before the next retry; doubles b.
+  absl::Duration Next();
+  // An attempt succeeded: b is `initial` again.
+  void Reset() { b_ = initial_; }
+
+ private:
+  const absl::Duration initial_, max_;
+  absl::BitGenRef gen_;
+  absl::Duration b_;
+};
+
 struct WatchPacing {
   // The least time between the starts of two watch requests.
   absl::Duration min_interval = absl::Seconds(1);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -31,6 +32,41 @@ TEST(JitteredTest, StaysInItsRangeAndSpreads) {
     seen.insert(absl::ToInt64Milliseconds(d) / 100);
   }
   EXPECT_GT(seen.size(), 30u);  // 40 buckets of 100 ms
+}
+
+TEST(RetryBackoffTest, DoublesToItsMaxJitteredDownAndResets) {
+  absl::BitGen gen;
+  RetryBackoff b(Ms(100), absl::Seconds(5), gen);
+  // b: 100, 200, 400, ... 3200 ms, then 5 s; each wait in [b/2, b).
+  const std::vector<int64_t> caps = {100,  200,  400,  800,
+                                     1600, 3200, 5000, 5000};
+  for (int64_t cap : caps) {
+    const absl::Duration wait = b.Next();
+    EXPECT_GE(wait, Ms(cap / 2)) << cap;
+    EXPECT_LT(wait, Ms(cap)) << cap;
+  }
+  b.Reset();
+  EXPECT_LT(b.Next(), Ms(100));
+}
+
+TEST(RetryBackoffTest, NodesThatFailedTogetherRetryApart) {
+  // 100 publishers failing from the same instant: their 8th retries (b at
+  // its 5 s cap) are spread over 2.5 s, not all at once.
+  std::vector<absl::Duration> at;
+  for (int node = 0; node < 100; ++node) {
+    absl::BitGen gen;
+    RetryBackoff b(Ms(100), absl::Seconds(5), gen);
+    absl::Duration t;
+    for (int i = 0; i < 8; ++i) t += b.Next();
+    at.push_back(t);
+  }
+  std::sort(at.begin(), at.end());
+  EXPECT_GT(at.back() - at.front(), absl::Seconds(1));
+  // No 100 ms window holds more than a fifth of them.
+  for (size_t i = 0, j = 0; i < at.size(); ++i) {
+    while (at[j] < at[i] - Ms(100)) ++j;
+    EXPECT_LE(i - j + 1, 20u) << "at " << at[i];
+  }
 }
 
 // A watch of each length, one after the other: the earliest and latest

@@ -74,7 +74,7 @@ SlicePublisher::SlicePublisher(kube::Client& api, PublisherOptions options)
       collection_(kSlices),
       field_selector_(absl::StrCat("spec.nodeName=", options_.node_name,
                                    ",spec.driver=", options_.driver_name)),
-      backoff_(options_.initial_backoff),
+      backoff_(options_.initial_backoff, options_.max_backoff, jitter_),
       foreign_(options_.foreign) {}
 
 SlicePublisher::~SlicePublisher() { Stop(); }
@@ -227,7 +227,7 @@ void SlicePublisher::Step(absl::Duration max_wait) {
       if (!IsOursLocked(name, version)) ForeignWriteLocked(std::move(writer));
     }
     if (s.ok()) {
-      backoff_ = options_.initial_backoff;
+      backoff_.Reset();
       if (!status_.last_error.empty()) {
         LOG_INFO("ResourceSlices of pool {} published again",
                  options_.node_name);
@@ -254,7 +254,7 @@ void SlicePublisher::Step(absl::Duration max_wait) {
       foreign_only_ = dirty_ ? foreign_only_ && foreign : foreign;
       dirty_ = true;
       status_.in_sync = false;
-      next_attempt_ = now + Jittered(backoff_, 0.5, 1.0, jitter_);
+      next_attempt_ = now + backoff_.Next();
       if (status_.last_error != s.message()) {
         LOG_ERROR(
             "Publishing the ResourceSlices of pool {} failed (retrying "
@@ -265,7 +265,6 @@ void SlicePublisher::Step(absl::Duration max_wait) {
         VLOG(1, "Publishing ResourceSlices failed again: {}", s.message());
       }
       status_.last_error = std::string(s.message());
-      backoff_ = std::min(backoff_ * 2, options_.max_backoff);
     }
   }
   absl::MutexLock lock(&mu_);

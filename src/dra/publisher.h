@@ -131,8 +131,8 @@ class SlicePublisher {
   std::vector<SliceDevice> wanted_ ABSL_GUARDED_BY(mu_);
   bool wanted_set_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time next_attempt_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
-  absl::Duration backoff_ ABSL_GUARDED_BY(mu_);
   absl::BitGen jitter_ ABSL_GUARDED_BY(mu_);
+  RetryBackoff backoff_ ABSL_GUARDED_BY(mu_);
   ForeignWriteLimiter foreign_ ABSL_GUARDED_BY(mu_);
   // The last other writer seen (managedFields manager), for the warning.
   std::string other_writer_ ABSL_GUARDED_BY(mu_);
