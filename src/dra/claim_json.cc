@@ -1,11 +1,15 @@
 #include "dra/claim_json.h"
 
+#include <algorithm>
 #include <functional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "dra/quantity.h"
+#include "util/quote.h"
 
 namespace gdp::dra {
 namespace {
@@ -53,7 +57,10 @@ absl::Status Fields(
         handlers) {
   if (!j.is_object()) return WrongType(path, j, "an object");
   for (const auto& [key, value] : j.items()) {
-    const std::string field = path.empty() ? key : absl::StrCat(path, ".", key);
+    // A key from outside: cut for the message (a 5 MB key, a short one).
+    const std::string field = path.empty()
+                                  ? CutText(key, 64)
+                                  : absl::StrCat(path, ".", CutText(key, 64));
     bool known = false;
     for (const auto& [name, handle] : handlers) {
       if (key != name) continue;
@@ -82,8 +89,8 @@ absl::Status Quantity(const json& j, const std::string& path, uint64_t* out) {
   if (absl::Status s = String(j, path, &text); !s.ok()) return s;
   std::optional<uint64_t> n = ParseWholeQuantity(text);
   if (!n.has_value()) {
-    return Bad(path, absl::StrCat("'", text,
-                                  "' is not a whole quantity of bytes such as "
+    return Bad(path, absl::StrCat(Quote(text),
+                                  " is not a whole quantity of bytes such as "
                                   "\"10Gi\" or \"512Mi\""));
   }
   *out = *n;
@@ -120,7 +127,8 @@ absl::Status MpsConfig(const json& j, const std::string& path, Sharing* out) {
           for (const auto& [device, limit] : v.items()) {
             uint64_t bytes = 0;
             if (absl::Status s = Quantity(
-                    limit, absl::StrCat(p, "[\"", device, "\"]"), &bytes);
+                    limit, absl::StrCat(p, "[\"", CutText(device, 64), "\"]"),
+                    &bytes);
                 !s.ok()) {
               return s;
             }
@@ -154,8 +162,8 @@ absl::Status SharingSection(const json& j, const std::string& path, bool gpu,
              } else {
                return Bad(p,
                           absl::StrCat("unknown ", gpu ? "GPU" : "MIG device",
-                                       " sharing strategy '", s,
-                                       "' (TimeSlicing or MPS)"));
+                                       " sharing strategy ", Quote(s),
+                                       " (TimeSlicing or MPS)"));
              }
              strategy = s;
              return absl::OkStatus();
@@ -186,10 +194,10 @@ absl::Status SharingSection(const json& j, const std::string& path, bool gpu,
                        return absl::OkStatus();
                      }
                    }
-                   return Bad(ip,
-                              absl::StrCat("unknown time-slice interval '", s,
-                                           "' (Default, Short, Medium or "
-                                           "Long)"));
+                   return Bad(ip, absl::StrCat("unknown time-slice interval ",
+                                               Quote(s),
+                                               " (Default, Short, Medium or "
+                                               "Long)"));
                  }}});
          }});
   }
@@ -210,6 +218,90 @@ absl::Status SharingSection(const json& j, const std::string& path, bool gpu,
 
 std::string Child(const std::string& path, const char* field) {
   return absl::StrCat(path, ".", field);
+}
+
+// resource.k8s.io/v1's own limits (the API server's validation), which no
+// claim it stored breaks: results and the requests a config names at most
+// 32 (AllocationResultsMaxSize, DeviceRequestsMaxSize), configs at most 64
+// (twice DeviceConfigMaxSize: the class's and the claim's).
+constexpr size_t kMaxResults = 32;
+constexpr size_t kMaxConfigs = 64;
+constexpr size_t kMaxConfigRequests = 32;
+// Kubernetes UIDs are UUIDs (36 characters); this leaves room.
+constexpr size_t kMaxUid = 128;
+
+bool IsLowerAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// RFC 1123 label: at most 63 lower-case letters, digits and '-', starting
+// and ending with a letter or digit.
+bool IsDnsLabel(absl::string_view s) {
+  if (s.empty() || s.size() > 63 || !IsLowerAlnum(s.front()) ||
+      !IsLowerAlnum(s.back())) {
+    return false;
+  }
+  for (char c : s) {
+    if (!IsLowerAlnum(c) && c != '-') return false;
+  }
+  return true;
+}
+
+// RFC 1123 subdomain of at most `max` characters: labels joined by '.'.
+bool IsDnsSubdomain(absl::string_view s, size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  for (absl::string_view label : absl::StrSplit(s, '.')) {
+    if (!IsDnsLabel(label)) return false;
+  }
+  return true;
+}
+
+// A pool name: DNS subdomains joined by '/', at most 253 characters.
+bool IsPoolName(absl::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  for (absl::string_view part : absl::StrSplit(s, '/')) {
+    if (!IsDnsSubdomain(part, 253)) return false;
+  }
+  return true;
+}
+
+// A request name: a DNS label, or "<request>/<subrequest>".
+bool IsRequestName(absl::string_view s) {
+  if (s.size() > 63 + 1 + 63) return false;  // before splitting 5 MB of '/'
+  std::vector<absl::string_view> parts = absl::StrSplit(s, '/');
+  return parts.size() <= 2 &&
+         std::all_of(parts.begin(), parts.end(), IsDnsLabel);
+}
+
+bool IsUid(absl::string_view s) {
+  if (s.empty() || s.size() > kMaxUid) return false;
+  for (char c : s) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// OK when `name` (at `path`) is a `kind` by `valid`; else the field named
+// and the value quoted, cut (a 5 MB name makes a short error).
+absl::Status CheckName(const std::string& path, const std::string& name,
+                       bool valid, absl::string_view kind) {
+  if (valid) return absl::OkStatus();
+  return Bad(path, absl::StrCat("must be ", kind, ", not ", Quote(name)));
+}
+
+constexpr char kLabel[] =
+    "a DNS label (at most 63 lower-case letters, digits and '-', starting "
+    "and ending with a letter or digit)";
+
+constexpr char kRequestName[] =
+    "a DNS label (at most 63 lower-case letters, digits and '-'), or two "
+    "joined by '/' (<request>/<subrequest>)";
+
+absl::Status CheckCount(const std::string& path, size_t n, size_t max) {
+  if (n <= max) return absl::OkStatus();
+  return Bad(path, absl::StrCat(n, " entries; the API allows at most ", max));
 }
 
 }  // namespace
@@ -238,7 +330,7 @@ absl::StatusOr<DeviceConfig> ParseDeviceConfig(const json& parameters,
   }
   if (api_version != kNvidiaConfigApiVersion) {
     return Bad(Child(path, "apiVersion"),
-               absl::StrCat("unknown version '", api_version, "' (only ",
+               absl::StrCat("unknown version ", Quote(api_version), " (only ",
                             kNvidiaConfigApiVersion, ")"));
   }
   DeviceConfig out;
@@ -252,8 +344,8 @@ absl::StatusOr<DeviceConfig> ParseDeviceConfig(const json& parameters,
                "driver");
   } else {
     return Bad(Child(path, "kind"),
-               absl::StrCat("unknown kind '", kind,
-                            "' (GpuConfig or MigDeviceConfig)"));
+               absl::StrCat("unknown kind ", Quote(kind),
+                            " (GpuConfig or MigDeviceConfig)"));
   }
   const bool gpu = out.kind == DeviceConfig::Kind::kGpu;
   bool sharing_given = false;
@@ -294,6 +386,24 @@ absl::StatusOr<AllocatedClaim> ParseClaim(const json& claim,
     }
     *dest = v->get<std::string>();
   }
+  if (absl::Status s = CheckName("metadata.namespace", out.ref.ns,
+                                 IsDnsLabel(out.ref.ns), kLabel);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckName("metadata.name", out.ref.name,
+                                 IsDnsSubdomain(out.ref.name, 253),
+                                 "a DNS subdomain of at most 253 characters");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s =
+          CheckName("metadata.uid", out.ref.uid, IsUid(out.ref.uid),
+                    absl::StrCat("at most ", kMaxUid,
+                                 " letters, digits and '-' (a UID)"));
+      !s.ok()) {
+    return s;
+  }
   const json* allocation = nullptr;
   if (auto st = claim.find("status"); st != claim.end() && st->is_object()) {
     if (auto a = st->find("allocation"); a != st->end() && a->is_object()) {
@@ -313,6 +423,11 @@ absl::StatusOr<AllocatedClaim> ParseClaim(const json& claim,
     if (!results->is_array()) {
       return WrongType(Child(base, "results"), *results, "a list");
     }
+    if (absl::Status s =
+            CheckCount(Child(base, "results"), results->size(), kMaxResults);
+        !s.ok()) {
+      return s;
+    }
     for (size_t i = 0; i < results->size(); ++i) {
       const json& r = (*results)[i];
       const std::string path = absl::StrCat(base, ".results[", i, "]");
@@ -329,6 +444,23 @@ absl::StatusOr<AllocatedClaim> ParseClaim(const json& claim,
         }
         *dest = v->get<std::string>();
       }
+      for (absl::Status s : {
+               CheckName(Child(path, "request"), d.request,
+                         IsRequestName(d.request), kRequestName),
+               CheckName(Child(path, "driver"), d.driver,
+                         IsDnsSubdomain(d.driver, 63),
+                         "a DNS subdomain of at most 63 characters"),
+               d.pool.size() > 253
+                   ? Bad(Child(path, "pool"),
+                         absl::StrCat("must be at most 253 characters, not ",
+                                      d.pool.size()))
+                   : CheckName(Child(path, "pool"), d.pool, IsPoolName(d.pool),
+                               "DNS subdomains separated by '/'"),
+               CheckName(Child(path, "device"), d.device, IsDnsLabel(d.device),
+                         kLabel),
+           }) {
+        if (!s.ok()) return s;
+      }
       if (auto a = r.find("adminAccess"); a != r.end() && a->is_boolean()) {
         d.admin_access = a->get<bool>();
       }
@@ -339,6 +471,11 @@ absl::StatusOr<AllocatedClaim> ParseClaim(const json& claim,
   if (configs == devices->end() || configs->is_null()) return out;
   if (!configs->is_array()) {
     return WrongType(Child(base, "config"), *configs, "a list");
+  }
+  if (absl::Status s =
+          CheckCount(Child(base, "config"), configs->size(), kMaxConfigs);
+      !s.ok()) {
+    return s;
   }
   std::vector<DeviceConfig> from_class, from_claim;
   for (size_t i = 0; i < configs->size(); ++i) {
@@ -355,8 +492,8 @@ absl::StatusOr<AllocatedClaim> ParseClaim(const json& claim,
     }
     if (source != "FromClass" && source != "FromClaim") {
       return Bad(Child(path, "source"),
-                 absl::StrCat("invalid config source '", source,
-                              "' (FromClass or FromClaim)"));
+                 absl::StrCat("invalid config source ", Quote(source),
+                              " (FromClass or FromClaim)"));
     }
     auto parameters = opaque->find("parameters");
     if (parameters == opaque->end()) {
@@ -369,11 +506,22 @@ absl::StatusOr<AllocatedClaim> ParseClaim(const json& claim,
     if (auto r = c.find("requests"); r != c.end() && !r->is_null()) {
       if (!r->is_array())
         return WrongType(Child(path, "requests"), *r, "a list");
-      for (const json& name : *r) {
-        if (!name.is_string()) {
-          return WrongType(Child(path, "requests[]"), name, "a string");
+      if (absl::Status s = CheckCount(Child(path, "requests"), r->size(),
+                                      kMaxConfigRequests);
+          !s.ok()) {
+        return s;
+      }
+      for (size_t k = 0; k < r->size(); ++k) {
+        const json& name = (*r)[k];
+        const std::string item = absl::StrCat(path, ".requests[", k, "]");
+        if (!name.is_string()) return WrongType(item, name, "a string");
+        const std::string request = name.get<std::string>();
+        if (absl::Status s =
+                CheckName(item, request, IsRequestName(request), kRequestName);
+            !s.ok()) {
+          return s;
         }
-        config->requests.push_back(name.get<std::string>());
+        config->requests.push_back(request);
       }
     }
     (config->from_claim ? from_claim : from_class)

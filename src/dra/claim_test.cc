@@ -93,6 +93,134 @@ TEST(ParseClaimTest, NotAllocatedOrMalformed) {
   EXPECT_THAT(other->configs, IsEmpty());
 }
 
+// Names and counts past resource.k8s.io/v1's own limits (which a real API
+// server never stores) are refused with a short error naming the field.
+TEST(ParseClaimTest, NamesAndCountsBeyondTheApisLimitsAreRefused) {
+  const std::string huge(5 << 20, 'a');
+  const std::string label63(63, 'a');
+  const std::string pool253 = std::string(63, 'p') + "." +
+                              std::string(63, 'p') + "/" +
+                              std::string(62, 'q') + "." + std::string(62, 'q');
+  ASSERT_EQ(pool253.size(), 253u);
+  const std::string results = "/status/allocation/devices/results";
+  const std::string config = "/status/allocation/devices/config";
+  auto many = [](size_t n, const json& item) {
+    return json(std::vector<json>(n, item));
+  };
+  const json result = Claim()["status"]["allocation"]["devices"]["results"][0];
+  const json our_config =
+      Claim()["status"]["allocation"]["devices"]["config"][1];
+  const struct {
+    const char* name;
+    std::string pointer;  // a JSON pointer into Claim()
+    json value;
+    const char* error;  // "": accepted
+  } cases[] = {
+      {"device at 63", results + "/0/device", label63, ""},
+      {"device at 64", results + "/0/device", label63 + "a",
+       "results[0].device: must be a DNS label"},
+      {"device of 5 MB", results + "/0/device", huge,
+       "results[0].device: must be a DNS label"},
+      {"device upper-case", results + "/0/device", "GPU-0",
+       "must be a DNS label"},
+      {"device ending in -", results + "/0/device", "gpu-",
+       "must be a DNS label"},
+      {"device empty", results + "/0/device", "", "must be a DNS label"},
+      {"pool at 253", results + "/0/pool", pool253, ""},
+      {"pool at 254", results + "/0/pool", pool253 + "p",
+       "results[0].pool: must be at most 253 characters"},
+      {"pool of 5 MB", results + "/0/pool", huge,
+       "results[0].pool: must be at most 253"},
+      {"pool with an empty part", results + "/0/pool", "a//b",
+       "results[0].pool: must be DNS subdomains separated by '/'"},
+      {"pool label of 64", results + "/0/pool", label63 + "a.b",
+       "must be DNS subdomains"},
+      {"subrequest", results + "/0/request", "gpu/a100", ""},
+      {"request of 5 MB", results + "/0/request", huge,
+       "results[0].request: must be a DNS label"},
+      {"request of 3 parts", results + "/0/request", "a/b/c",
+       "must be a DNS label"},
+      {"request upper-case", results + "/0/request", "Gpu",
+       "must be a DNS label"},
+      {"driver at 63", results + "/1/driver", std::string(59, 'd') + ".com",
+       ""},
+      {"driver at 64", results + "/1/driver", std::string(60, 'd') + ".com",
+       "results[1].driver: must be a DNS subdomain of at most 63"},
+      {"driver of 5 MB", results + "/1/driver", huge,
+       "must be a DNS subdomain of at most 63"},
+      {"driver with _", results + "/1/driver", "net_example.com",
+       "must be a DNS subdomain"},
+      {"32 results", results, many(32, result), ""},
+      {"33 results", results, many(33, result),
+       "results: 33 entries; the API allows at most 32"},
+      {"10,000 results", results, many(10000, result),
+       "results: 10000 entries; the API allows at most 32"},
+      {"64 configs", config, many(64, our_config), ""},
+      {"65 configs", config, many(65, our_config),
+       "config: 65 entries; the API allows at most 64"},
+      {"config naming 33 requests", config + "/0/requests",
+       many(33, json("gpu")),
+       "requests: 33 entries; the API allows at most 32"},
+      {"config naming a 5 MB request", config + "/0/requests/0", huge,
+       "config[0].requests[0]: must be a DNS label"},
+      {"config naming a subrequest", config + "/0/requests/0", "gpu/a100", ""},
+      {"namespace at 64", "/metadata/namespace", label63 + "a",
+       "metadata.namespace: must be a DNS label"},
+      {"name at 254", "/metadata/name", std::string(254, 'n'),
+       "metadata.name: must be a DNS subdomain of at most 253"},
+      {"uid of 5 MB", "/metadata/uid", huge,
+       "metadata.uid: must be at most 128 letters, digits and '-'"},
+      {"uid with a slash", "/metadata/uid", "a/../b",
+       "metadata.uid: must be at most 128"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    json claim = Claim();
+    claim[json::json_pointer(c.pointer)] = c.value;
+    absl::StatusOr<AllocatedClaim> got = ParseClaim(claim, "gpu.nvidia.com");
+    if (*c.error == '\0') {
+      EXPECT_TRUE(got.ok()) << got.status();
+      continue;
+    }
+    ASSERT_FALSE(got.ok());
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(got.status().message(), HasSubstr(c.error));
+    EXPECT_LT(got.status().message().size(), 400u)
+        << got.status().message().substr(0, 400);
+  }
+}
+
+TEST(ParseDeviceConfigTest, ValuesEchoedInErrorsAreCut) {
+  const std::string huge(5 << 20, 'x');
+  for (const std::string& parameters : {
+           json({{"apiVersion", huge}, {"kind", "GpuConfig"}}).dump(),
+           json({{"apiVersion", kNvidiaConfigApiVersion}, {"kind", huge}})
+               .dump(),
+           json({{"apiVersion", kNvidiaConfigApiVersion},
+                 {"kind", "GpuConfig"},
+                 {"sharing", {{"strategy", huge}}}})
+               .dump(),
+           json({{"apiVersion", kNvidiaConfigApiVersion},
+                 {"kind", "GpuConfig"},
+                 {"sharing",
+                  {{"strategy", "MPS"},
+                   {"mpsConfig",
+                    {{"defaultPerDevicePinnedMemoryLimit",
+                      {{huge, "lots"}}}}}}}})
+               .dump(),
+           json({{"apiVersion", kNvidiaConfigApiVersion},
+                 {"kind", "GpuConfig"},
+                 {huge, 1}})
+               .dump(),
+       }) {
+    absl::StatusOr<DeviceConfig> r =
+        ParseDeviceConfig(json::parse(parameters), "p");
+    ASSERT_FALSE(r.ok());
+    EXPECT_LT(r.status().message().size(), 400u)
+        << r.status().message().substr(0, 400);
+  }
+}
+
 TEST(ParseDeviceConfigTest, RefusedWithTheField) {
   struct Case {
     const char* parameters;
