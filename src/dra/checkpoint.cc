@@ -1,9 +1,5 @@
 #include "dra/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -11,6 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "util/atomic_file.h"
+#include "util/bounded_json.h"
+#include "util/make_dirs.h"
+#include "util/read_file.h"
 
 namespace gdp::dra {
 namespace {
@@ -133,9 +132,13 @@ std::string SerializeCheckpoint(const Checkpoint& c) {
 
 absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
                                            const std::string& path) {
-  json body = json::parse(text.begin(), text.end(), nullptr,
-                          /*allow_exceptions=*/false);
-  if (body.is_discarded()) return DataLoss(path, "not valid JSON");
+  ScopedMemoryRelease release;  // declared first: outlives the tree
+  absl::StatusOr<json> parsed = ParseBoundedJson(text);
+  if (absl::IsResourceExhausted(parsed.status())) {
+    return DataLoss(path, parsed.status().message());
+  }
+  if (!parsed.ok()) return DataLoss(path, "not valid JSON");
+  json body = *std::move(parsed);
   const auto kind = body.is_object() ? body.find("kind") : body.end();
   if (kind == body.end() || !kind->is_string() || *kind != kKind) {
     return DataLoss(path, absl::StrCat("not a checkpoint of gpu-device-plugin "
@@ -201,32 +204,28 @@ std::string RestampCheckpoint(absl::string_view text) {
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::ErrnoToStatus(errno,
-                               absl::StrCat("cannot read checkpoint ", path));
+  absl::StatusOr<std::string> text = ReadRegularFile(
+      path, {.max_bytes = kMaxCheckpointBytes, .follow_symlinks = false});
+  if (IsFileTooLarge(text.status()) || IsNotRegularFile(text.status())) {
+    return absl::DataLossError(text.status().message());
   }
-  std::string text;
-  char buffer[16384];
-  for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      return absl::ErrnoToStatus(err,
-                                 absl::StrCat("cannot read checkpoint ", path));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("checkpoint: ", text.status().message()));
   }
-  close(fd);
-  return ParseCheckpoint(text, path);
+  return ParseCheckpoint(*text, path);
 }
 
 absl::Status WriteCheckpoint(const std::string& path,
                              const Checkpoint& checkpoint) {
-  return WriteFileAtomically(path, SerializeCheckpoint(checkpoint), 0600);
+  const std::string text = SerializeCheckpoint(checkpoint);
+  if (text.size() > kMaxCheckpointBytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": the checkpoint would take ", text.size(),
+                     " bytes, more than the ", kMaxCheckpointBytes,
+                     " a checkpoint may (it would be refused when read)"));
+  }
+  return WriteFileAtomically(path, text, 0600, kPrivateDirMode);
 }
 
 }  // namespace gdp::dra

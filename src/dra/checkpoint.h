@@ -20,6 +20,13 @@ namespace gdp::dra {
 // The format this build writes, and the newest it reads.
 inline constexpr int kCheckpointVersion = 1;
 
+// The most a checkpoint file may hold. A device is in one claim at a time
+// and an entry takes well under 1 KiB, so a node's checkpoint is some KiB
+// (a few hundred claims on a few hundred devices: ~100 KiB); a larger file
+// is damage, refused unread (a 200 MB one OOM-killed every start), and a
+// checkpoint that would grow past it is not written.
+inline constexpr size_t kMaxCheckpointBytes = 4 << 20;
+
 // One device of a prepared claim, as answered to the kubelet.
 struct PreparedDevice {
   std::vector<std::string> requests;
@@ -50,10 +57,10 @@ std::string SerializeCheckpoint(const Checkpoint& checkpoint);
 
 // Reads a checkpoint's text; `path` names it in messages.
 // Result on failure: DataLoss "<path>: ..." for text that is not a
-// checkpoint of ours (not JSON, wrong kind, checksum mismatch, a missing
-// or mistyped field: named); FailedPrecondition "<path>: written in format
-// N by a newer gpu-device-plugin; this one reads up to 1" for a newer
-// version.
+// checkpoint of ours (not JSON, nested deeper than 100 levels, wrong kind,
+// checksum mismatch, a missing or mistyped field: named); FailedPrecondition
+// "<path>: written in format N by a newer gpu-device-plugin; this one reads up
+// to 1" for a newer version.
 absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
                                            const std::string& path);
 
@@ -63,13 +70,17 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
 // get past the checksum to them.
 std::string RestampCheckpoint(absl::string_view text);
 
-// Reads the checkpoint at `path`. Result on failure: NotFound when there
-// is no file; the errno's status naming the path when it cannot be read;
-// else as ParseCheckpoint.
+// Reads the checkpoint at `path` (not following a symlink; never blocking
+// on a FIFO). Result on failure: NotFound when there is no file; DataLoss
+// "<path> is larger than 4194304 bytes" or "<path> is not a regular file
+// (...)" without reading it; the errno's status naming the path when it
+// cannot be read; else as ParseCheckpoint.
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path);
 
-// Writes it atomically (mode 0600; the directory is created if missing).
-// Result on failure: the errno's status naming the path.
+// Writes it atomically (mode 0600; the directory is created 0700 if
+// missing). Result on failure: ResourceExhausted naming the path for a
+// checkpoint over kMaxCheckpointBytes (nothing written); the errno's status
+// naming the path.
 absl::Status WriteCheckpoint(const std::string& path,
                              const Checkpoint& checkpoint);
 

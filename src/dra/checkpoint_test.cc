@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "util/fifo_testing.h"
 
 namespace gdp::dra {
 namespace {
@@ -107,6 +108,86 @@ TEST(CheckpointTest, FileIsWrittenAtomicallyAndPrivately) {
   absl::StatusOr<Checkpoint> back = ReadCheckpoint(path);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, Sample());
+  std::filesystem::remove_all(dir);
+}
+
+// A checkpoint file that cannot be one of ours (too large, not a regular
+// file) is refused as damage without being read or blocking, so the
+// preparer sets it aside and starts.
+TEST(CheckpointTest, WhatIsNotASmallRegularFileIsDamageRefusedUnread) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      absl::StrCat("gdp-checkpoint-bad-", getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string huge = (dir / "huge.json").string();
+  // 200 MB, sparse: read whole, it took 479 MB at every start.
+  std::ofstream(huge).close();
+  ASSERT_EQ(truncate(huge.c_str(), 200 << 20), 0);
+  const std::string over = (dir / "over.json").string();
+  std::ofstream(over) << std::string(kMaxCheckpointBytes + 1, ' ');
+  const std::string link = (dir / "link.json").string();
+  ASSERT_TRUE(WriteCheckpoint((dir / "good.json").string(), Sample()).ok());
+  std::filesystem::create_symlink(dir / "good.json", link);
+  const struct {
+    std::string path;
+    const char* message;
+  } cases[] = {
+      {huge, "huge.json is larger than 4194304 bytes"},
+      {over, "over.json is larger than 4194304 bytes"},
+      {link, "link.json is not a regular file (a symlink)"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<Checkpoint> r = ReadCheckpoint(c.path);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(c.message));
+  }
+  absl::StatusOr<Checkpoint> fifo;
+  const std::string fifo_path = (dir / "fifo.json").string();
+  EXPECT_TRUE(testing::ReturnsWithFifoInPlace(
+      fifo_path, [&] { fifo = ReadCheckpoint(fifo_path); }));
+  EXPECT_EQ(fifo.status().code(), absl::StatusCode::kDataLoss) << fifo.status();
+  EXPECT_THAT(fifo.status().message(), HasSubstr("not a regular file"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CheckpointTest, DeepOrOversizedCheckpointsAreRefused) {
+  absl::StatusOr<Checkpoint> deep = ParseCheckpoint(
+      std::string(1000000, '[') + std::string(1000000, ']'), "cp.json");
+  EXPECT_EQ(deep.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(deep.status().message(),
+              HasSubstr("cp.json: JSON nested deeper than 100 levels"));
+
+  // What would be refused when read is not written.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      absl::StrCat("gdp-checkpoint-big-", getpid());
+  std::filesystem::remove_all(dir);
+  Checkpoint big = Sample();
+  big.claims["u-1"].ref.name = std::string(kMaxCheckpointBytes, 'n');
+  const std::string path = (dir / "cp.json").string();
+  absl::Status written = WriteCheckpoint(path, big);
+  EXPECT_EQ(written.code(), absl::StatusCode::kResourceExhausted) << written;
+  EXPECT_THAT(written.message(), HasSubstr("more than the 4194304"));
+  EXPECT_FALSE(std::filesystem::exists(path));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CheckpointTest, ItsDirectoryIsPrivateWhateverTheUmask) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      absl::StrCat("gdp-checkpoint-dir-", getpid());
+  std::filesystem::remove_all(dir);
+  const mode_t old = umask(0);
+  absl::Status written =
+      WriteCheckpoint((dir / "plugin" / "cp.json").string(), Sample());
+  umask(old);
+  ASSERT_TRUE(written.ok()) << written;
+  struct stat st;
+  ASSERT_EQ(stat((dir / "plugin").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  ASSERT_EQ(stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
   std::filesystem::remove_all(dir);
 }
 

@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <filesystem>
-#include <system_error>
 
 #include "absl/strings/str_cat.h"
 
@@ -40,7 +39,8 @@ absl::Status SyncDir(const std::string& dir) {
 }  // namespace
 
 absl::Status WriteFileAtomically(const std::string& path,
-                                 absl::string_view content, mode_t mode) {
+                                 absl::string_view content, mode_t mode,
+                                 mode_t dir_mode) {
   const std::filesystem::path target(path);
   if (!target.has_filename()) {
     return absl::InvalidArgumentError(
@@ -48,11 +48,9 @@ absl::Status WriteFileAtomically(const std::string& path,
   }
   const std::string dir =
       target.has_parent_path() ? target.parent_path().string() : ".";
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return absl::ErrnoToStatus(
-        ec.value(), absl::StrCat("creating the directory ", dir, " of ", path));
+  if (absl::Status s = MakeDirs(dir, dir_mode); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat(s.message(), " (for ", path, ")"));
   }
   std::string tmp =
       absl::StrCat(dir, "/.", target.filename().string(), ".XXXXXX");

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "util/make_dirs.h"
 
 namespace gdp {
 
@@ -16,13 +17,15 @@ namespace gdp {
 // to a new temporary file in the same directory named ".<file name>.XXXXXX"
 // (dot-files, which NFD and CDI readers skip), is fsynced and renamed over
 // `path`, then the directory is fsynced. Creates the directory (and its
-// parents) if missing. Thread-safe; concurrent calls leave one complete
+// parents) if missing, mode `dir_mode` whatever the umask (MakeDirs).
+// Thread-safe; concurrent calls leave one complete
 // file. A reader opening `path` at any time sees the old or the new content.
 // Result on failure: InvalidArgument for a path without a file name; else
 // the errno's status (PermissionDenied, NotFound, ...) with a message naming
 // the file or directory; no temporary file is left.
 absl::Status WriteFileAtomically(const std::string& path,
-                                 absl::string_view content, mode_t mode);
+                                 absl::string_view content, mode_t mode,
+                                 mode_t dir_mode = kPublicDirMode);
 
 // Removes `path`; a missing file is not an error.
 // Result on failure: the errno's status, the message naming the path.
