@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <ostream>
 #include <utility>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "health/health_state.h"
 #include "health/state_file.h"
 #include "util/logging.h"
+#include "util/read_file.h"
 
 namespace gdp {
 namespace {
@@ -146,15 +146,13 @@ int Clear(const ParsedFlags& flags, const std::string& path, HealthState state,
 std::string ReadBootId(const std::string& proc_root) {
   const std::string path =
       absl::StrCat(proc_root, "/sys/kernel/random/boot_id");
-  errno = 0;
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) {
-    LOG_WARN("Cannot read the boot ID from {}: {}", path,
-             errno != 0 ? std::strerror(errno) : "empty");
+  // A /proc file (regular, size 0): 37 bytes.
+  absl::StatusOr<std::string> text = ReadRegularFile(path, {.max_bytes = 4096});
+  if (!text.ok()) {
+    LOG_WARN("Cannot read the boot ID: {}", text.status().message());
     return "";
   }
-  std::string id(absl::StripAsciiWhitespace(line));
+  std::string id(absl::StripAsciiWhitespace(*text));
   if (id.empty()) LOG_WARN("Cannot read the boot ID: {} is empty", path);
   return id;
 }

@@ -1,16 +1,14 @@
 #include "config/config_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
-#include <cerrno>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "config/names.h"
 #include "config/yaml_fields.h"
+#include "util/read_file.h"
 
 namespace gdp {
 namespace {
@@ -417,28 +415,16 @@ absl::StatusOr<ConfigFile> ParseConfigFile(absl::string_view text,
 }
 
 absl::StatusOr<ConfigFile> ReadConfigFile(const std::string& path) {
-  auto error = [&path](int err) {
-    return absl::ErrnoToStatus(err,
-                               absl::StrCat("cannot read config file ", path));
-  };
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return error(errno);
-  std::string text;
-  char buffer[4096];
-  for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      return error(err);
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > kMaxConfigBytes) break;  // refused by the parse
+  // Followed through symlinks: a ConfigMap's file is one (into ..data).
+  absl::StatusOr<std::string> text = ReadRegularFile(
+      path, {.max_bytes = kMaxConfigBytes, .what = "config file"});
+  if (IsFileTooLarge(text.status())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": larger than ", kMaxConfigBytes,
+                     " bytes; a config file is a few KiB"));
   }
-  close(fd);
-  return ParseConfigFile(text, path);
+  if (!text.ok()) return text.status();
+  return ParseConfigFile(*text, path);
 }
 
 }  // namespace gdp

@@ -114,9 +114,12 @@ struct ConfigFile {
 absl::StatusOr<ConfigFile> ParseConfigFile(absl::string_view text,
                                            const std::string& path);
 
-// Reads and parses the file at `path`.
-// Result on failure: as ParseConfigFile, or the errno-derived status
-// ("cannot read config file <path>: <reason>") if it cannot be read.
+// Reads and parses the regular file at `path` (following symlinks), never
+// blocking on a FIFO in its place (ReadRegularFile).
+// Result on failure: as ParseConfigFile (InvalidArgument "<path>: larger
+// than 1048576 bytes ..." without reading a larger file), FailedPrecondition
+// "config file <path> is not a regular file (...)", or the errno-derived
+// status ("cannot read config file <path>: <reason>") if it cannot be read.
 absl::StatusOr<ConfigFile> ReadConfigFile(const std::string& path);
 
 }  // namespace gdp

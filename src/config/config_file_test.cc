@@ -10,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "config/load.h"
 #include "config/names.h"
+#include "util/fifo_testing.h"
 
 namespace gdp {
 namespace {
@@ -328,7 +329,7 @@ TEST(ConfigFileTest, UnreadableFileIsAnError) {
   c = LoadConfig(flags, {});
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()),
-              HasSubstr("cannot read config file"));
+              HasSubstr("is not a regular file (a directory)"));
 }
 
 TEST(ConfigFileTest, EmptyAndVersionOnlyFilesKeepTheDefaults) {
@@ -741,6 +742,26 @@ TEST(ConfigFileTest, HostileInputIsRefusedBounded) {
     EXPECT_THAT(LoadError(c.text), ::testing::StartsWith(c.error))
         << c.text.substr(0, 80);
   }
+}
+
+// A FIFO or a device in place of the config file is refused without
+// blocking (open() on a FIFO waits for a writer) or reading it.
+TEST(ConfigFileTest, AFifoOrDeviceIsRefusedWithoutBlocking) {
+  const std::string fifo = ::testing::TempDir() + "/gdp-config-fifo-" +
+                           std::to_string(getpid()) + ".yaml";
+  std::filesystem::remove(fifo);
+  absl::StatusOr<ConfigFile> got;
+  EXPECT_TRUE(gdp::testing::ReturnsWithFifoInPlace(
+      fifo, [&] { got = ReadConfigFile(fifo); }));
+  EXPECT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(),
+              HasSubstr(fifo + " is not a regular file (a FIFO)"));
+  std::filesystem::remove(fifo);
+  got = ReadConfigFile("/dev/zero");
+  EXPECT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("/dev/zero is not a regular file (a character "
+                        "device)"));
 }
 
 }  // namespace

@@ -2,15 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "device/pci_root.h"
 #include "nvml/nvml.h"
+#include "util/read_file.h"
 
 namespace gdp {
 namespace {
@@ -331,10 +333,14 @@ std::string ArchitectureName(nvmlDeviceArchitecture_t architecture) {
 }
 
 int ReadNumaNode(const std::string& sysfs_root, const std::string& bus_id) {
-  std::ifstream in(
-      absl::StrCat(sysfs_root, "/bus/pci/devices/", bus_id, "/numa_node"));
+  absl::StatusOr<std::string> text = ReadRegularFile(
+      absl::StrCat(sysfs_root, "/bus/pci/devices/", bus_id, "/numa_node"),
+      {.max_bytes = 64});
   int node = -1;
-  if (!(in >> node) || node < 0) return -1;
+  if (!text.ok() ||
+      !absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &node) || node < 0) {
+    return -1;
+  }
   return node;
 }
 

@@ -12,11 +12,25 @@
 
 #include "device/device.h"
 #include "nvml/nvml.h"
+#include "util/fifo_testing.h"
 
 namespace gdp {
 namespace {
 
 namespace fs = std::filesystem;
+
+TEST(ReadNumaNodeTest, AFifoDoesNotBlock) {
+  const fs::path sys =
+      fs::temp_directory_path() / ("gdp-numa-fifo-" + std::to_string(getpid()));
+  const fs::path dir = sys / "bus/pci/devices/0000:07:00.0";
+  fs::create_directories(dir);
+  int node = 7;
+  EXPECT_TRUE(testing::ReturnsWithFifoInPlace(
+      (dir / "numa_node").string(),
+      [&] { node = ReadNumaNode(sys.string(), "0000:07:00.0"); }));
+  EXPECT_EQ(node, -1);
+  fs::remove_all(sys);
+}
 
 TEST(ReadNumaNodeTest, Table) {
   fs::path sys =

@@ -1,11 +1,7 @@
 #include "device/mig_caps.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -15,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "util/read_file.h"
 
 namespace gdp {
 namespace {
@@ -63,20 +60,17 @@ std::string CapName(unsigned gpu, unsigned gi, std::optional<unsigned> ci) {
 absl::StatusOr<MigCaps> MigCaps::Read(const std::string& proc_root) {
   const std::string path =
       absl::StrCat(absl::StripSuffix(proc_root, "/"), kMigMinors);
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat(
-        "cannot read MIG capability minors ", path, ": ", std::strerror(errno),
-        " (is the NVIDIA driver loaded with MIG support, and --proc-root "
-        "right?)"));
+  // A /proc file: a few KiB (a line per GPU and MIG instance).
+  absl::StatusOr<std::string> text = ReadRegularFile(
+      path, {.max_bytes = 1 << 20, .what = "MIG capability minors"});
+  if (!text.ok()) {
+    return absl::Status(
+        text.status().code(),
+        absl::StrCat(text.status().message(),
+                     " (is the NVIDIA driver loaded with MIG support, and "
+                     "--proc-root right?)"));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read MIG capability minors ", path));
-  }
-  return Parse(text.str(), path);
+  return Parse(*text, path);
 }
 
 absl::StatusOr<MigCaps> MigCaps::Parse(absl::string_view text,

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include "util/fifo_testing.h"
+
 namespace gdp {
 namespace {
 
@@ -129,6 +131,17 @@ TEST_F(MigCapsFileTest, MissingFileIsNotFoundWithPath) {
   EXPECT_THAT(
       std::string(caps.status().message()),
       HasSubstr((dir_ / "proc/driver/nvidia-caps/mig-minors").string()));
+}
+
+TEST_F(MigCapsFileTest, AFifoInPlaceOfTheFileDoesNotBlock) {
+  fs::create_directories(dir_ / "proc/driver/nvidia-caps");
+  absl::StatusOr<MigCaps> caps = absl::InternalError("not read");
+  EXPECT_TRUE(testing::ReturnsWithFifoInPlace(
+      (dir_ / "proc/driver/nvidia-caps/mig-minors").string(),
+      [&] { caps = MigCaps::Read((dir_ / "proc").string()); }));
+  EXPECT_FALSE(caps.ok());
+  EXPECT_THAT(std::string(caps.status().message()),
+              HasSubstr("not a regular file (a FIFO)"));
 }
 
 TEST_F(MigCapsFileTest, ReadsWhatFakeNvmlWrites) {

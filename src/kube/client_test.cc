@@ -13,6 +13,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "kube/test_server.h"
 #include "kube/testing_tls.h"
+#include "util/fifo_testing.h"
 
 namespace gdp::kube {
 namespace {
@@ -283,6 +284,32 @@ TEST_F(ClientTest, MissingTokenFileFailsNamingIt) {
   EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(got.status().message(), HasSubstr(config.token_file));
   EXPECT_EQ(log_.size(), 0u);
+}
+
+// A FIFO in place of the token file (or a CA file) blocked the caller
+// forever in open(); now each is refused at once, naming it.
+TEST_F(ClientTest, FifoInPlaceOfATokenOrCaFileFailsAtOnce) {
+  auto server = StartServer();
+  ASSERT_NE(server, nullptr);
+  ClientConfig config = Config(*server);
+  config.token_file = dir_ + "/token-fifo";
+  absl::StatusOr<nlohmann::json> got;
+  auto client = NewClient(config);
+  EXPECT_TRUE(gdp::testing::ReturnsWithFifoInPlace(
+      config.token_file, [&] { got = client->Get("/api/v1/nodes/n1"); }));
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kFailedPrecondition)
+      << got.status();
+  EXPECT_THAT(got.status().message(),
+              HasSubstr(config.token_file + " is not a regular file (a FIFO)"));
+  EXPECT_EQ(log_.size(), 0u);
+
+  config = Config(*server);
+  config.ca_file = dir_ + "/ca-fifo";
+  absl::StatusOr<std::unique_ptr<Client>> created;
+  EXPECT_TRUE(gdp::testing::ReturnsWithFifoInPlace(
+      config.ca_file, [&] { created = Client::Create(config); }));
+  EXPECT_FALSE(created.ok());
+  EXPECT_THAT(created.status().message(), HasSubstr("not a regular file"));
 }
 
 TEST_F(ClientTest, ClientCertificateAuth) {

@@ -1,36 +1,20 @@
 #include "labels/node_facts.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "health/signals.h"
 #include "util/logging.h"
+#include "util/read_file.h"
 
 namespace gdp {
 namespace {
 
-// The whole file, or an error naming `path`.
+// The whole file (a small one: facts from sysfs and DMI), or an error
+// naming `path`; a FIFO in its place is refused, not waited on.
 absl::StatusOr<std::string> ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    const int error = errno;
-    std::string message =
-        absl::StrCat("cannot read ", path, ": ", std::strerror(error));
-    return error == ENOENT ? absl::NotFoundError(message)
-                           : absl::InternalError(message);
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) {
-    return absl::InternalError(absl::StrCat("cannot read ", path));
-  }
-  return text.str();
+  return ReadRegularFile(path, {.max_bytes = 64 << 10});
 }
 
 }  // namespace

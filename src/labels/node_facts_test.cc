@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "util/fifo_testing.h"
+
 namespace gdp {
 namespace {
 
@@ -30,6 +32,14 @@ TEST_F(NodeFactsTest, MachineType) {
   EXPECT_EQ(ReadMachineType((dir_ / "product_name").string()), "DGX A100");
   EXPECT_EQ(ReadMachineType((dir_ / "missing").string()), "unknown");
   EXPECT_EQ(ReadMachineType(""), "unknown");
+}
+
+TEST_F(NodeFactsTest, AFifoInPlaceOfAFactDoesNotBlock) {
+  const std::string fifo = (dir_ / "fifo").string();
+  std::string got;
+  EXPECT_TRUE(testing::ReturnsWithFifoInPlace(
+      fifo, [&] { got = ReadMachineType(fifo); }));
+  EXPECT_EQ(got, "unknown");
 }
 
 TEST_F(NodeFactsTest, PciClassTable) {

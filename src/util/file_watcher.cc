@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "util/logging.h"
+#include "util/read_file.h"
 
 namespace gdp {
 namespace {
@@ -34,12 +35,9 @@ int PollMs(absl::Duration d) {
 }  // namespace
 
 std::string ReadFileOrEmpty(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return "";
-  std::string out(kMaxCompared, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  out.resize(static_cast<size_t>(in.gcount()));
-  return out;
+  absl::StatusOr<std::string> text =
+      ReadRegularFile(path, {.max_bytes = kMaxCompared});
+  return text.ok() ? *std::move(text) : "";
 }
 
 absl::StatusOr<std::unique_ptr<FileWatcher>> FileWatcher::Create(

@@ -53,8 +53,9 @@ class FileWatcher {
 // be (config_file.cc refuses those).
 inline constexpr size_t kMaxCompared = 4 << 20;
 
-// The file's first kMaxCompared bytes, or an empty string if it cannot be
-// read.
+// The content of the regular file at `path` (a symlink followed), or an
+// empty string if it cannot be read, is not a regular file (a FIFO is not
+// waited on) or holds more than kMaxCompared bytes (ReadRegularFile).
 std::string ReadFileOrEmpty(const std::string& path);
 
 }  // namespace gdp

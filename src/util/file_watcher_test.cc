@@ -8,6 +8,8 @@
 #include <fstream>
 #include <thread>
 
+#include "util/fifo_testing.h"
+
 namespace gdp {
 namespace {
 
@@ -27,6 +29,21 @@ class FileWatcherTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
   fs::path dir_;
 };
+
+TEST_F(FileWatcherTest, AFifoInPlaceOfTheFileDoesNotBlock) {
+  const std::string fifo = (dir_ / "config.yaml").string();
+  std::string got = "x";
+  EXPECT_TRUE(testing::ReturnsWithFifoInPlace(
+      fifo, [&] { got = ReadFileOrEmpty(fifo); }));
+  EXPECT_EQ(got, "");
+  std::unique_ptr<FileWatcher> w;
+  fs::remove(fifo);
+  EXPECT_TRUE(testing::ReturnsWithFifoInPlace(fifo, [&] {
+    auto created = FileWatcher::Create(fifo);
+    if (created.ok()) w = std::move(*created);
+  }));
+  EXPECT_NE(w, nullptr);
+}
 
 TEST_F(FileWatcherTest, InPlaceWriteAndRename) {
   Write(dir_ / "config.yaml", "a");

@@ -25,14 +25,14 @@ const char* KindOf(mode_t mode) {
   return "not a file";
 }
 
-absl::Status NotRegular(const std::string& path, mode_t mode) {
+absl::Status NotRegular(absl::string_view path, mode_t mode) {
   absl::Status s = absl::FailedPreconditionError(
       absl::StrCat(path, " is not a regular file (", KindOf(mode), ")"));
   s.SetPayload(kNotRegularPayload, absl::Cord());
   return s;
 }
 
-absl::Status TooLarge(const std::string& path, size_t max_bytes) {
+absl::Status TooLarge(absl::string_view path, size_t max_bytes) {
   absl::Status s = absl::ResourceExhaustedError(
       absl::StrCat(path, " is larger than ", max_bytes, " bytes"));
   s.SetPayload(kTooLargePayload, absl::Cord());
@@ -48,16 +48,18 @@ bool Over(const struct stat& st, size_t max) {
 
 absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
                                             const ReadFileOptions& options) {
-  auto error = [&path](int err, const char* what) {
-    return absl::ErrnoToStatus(err, absl::StrCat("cannot ", what, " ", path));
+  const std::string name =
+      options.what == nullptr ? path : absl::StrCat(options.what, " ", path);
+  auto error = [&name](int err, const char* what) {
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot ", what, " ", name));
   };
   struct stat st;
   if ((options.follow_symlinks ? stat(path.c_str(), &st)
                                : lstat(path.c_str(), &st)) != 0) {
     return error(errno, "read");
   }
-  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
-  if (Over(st, options.max_bytes)) return TooLarge(path, options.max_bytes);
+  if (!S_ISREG(st.st_mode)) return NotRegular(name, st.st_mode);
+  if (Over(st, options.max_bytes)) return TooLarge(name, options.max_bytes);
 
   int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
   if (!options.follow_symlinks) flags |= O_NOFOLLOW;
@@ -68,8 +70,8 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
     ~Closer() { close(fd); }
   } closer{fd};
   if (fstat(fd, &st) != 0) return error(errno, "stat");
-  if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
-  if (Over(st, options.max_bytes)) return TooLarge(path, options.max_bytes);
+  if (!S_ISREG(st.st_mode)) return NotRegular(name, st.st_mode);
+  if (Over(st, options.max_bytes)) return TooLarge(name, options.max_bytes);
 
   std::string content;
   content.reserve(static_cast<size_t>(st.st_size));
@@ -81,7 +83,7 @@ absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
     if (n == 0) break;
     content.append(buffer, static_cast<size_t>(n));
     if (content.size() > options.max_bytes) {
-      return TooLarge(path, options.max_bytes);
+      return TooLarge(name, options.max_bytes);
     }
   }
   return content;

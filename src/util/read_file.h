@@ -18,6 +18,9 @@ struct ReadFileOptions {
   // (ConfigMaps, projected tokens) are symlinks into "..data"; the daemon's
   // own files (checkpoint, health state) never are.
   bool follow_symlinks = true;
+  // What the file is, for messages: "cannot read <what> <path>: ..."; null:
+  // the path alone.
+  const char* what = nullptr;
 };
 
 // The whole content of the regular file at `path`. The path is stat'ed
@@ -29,10 +32,11 @@ struct ReadFileOptions {
 // before a byte is read; one that grows past it while read (or a /proc or
 // /sys file, whose size reads as 0) is read no further than max_bytes + 1.
 // Thread-safe.
-// Result on failure, the message naming the path: the errno's status
-// (NotFound, PermissionDenied; ELOOP's for a symlink not followed);
-// FailedPrecondition "<path> is not a regular file (a FIFO)";
-// ResourceExhausted "<path> is larger than N bytes". IsNotRegularFile and
+// Result on failure, the message naming the path (after `what`): the
+// errno's status "cannot read <path>: <reason>" (NotFound,
+// PermissionDenied, ...); FailedPrecondition "<path> is not a regular file
+// (a FIFO)" (a symlink when not followed); ResourceExhausted "<path> is
+// larger than N bytes". IsNotRegularFile and
 // IsFileTooLarge tell the last two from errno statuses of the same code.
 absl::StatusOr<std::string> ReadRegularFile(const std::string& path,
                                             const ReadFileOptions& options);
