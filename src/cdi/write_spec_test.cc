@@ -168,6 +168,45 @@ TEST_F(WriteSpecTest, OtherFileNames) {
   EXPECT_EQ(Entries(), std::vector<std::string>{SpecFileName()});
 }
 
+// The reproduction of issue 23: a claim UID "a/../../target/victim" made
+// RemoveSpec delete target/victim.json outside the CDI directory. A file
+// name is one path component, never "." or "..".
+TEST_F(WriteSpecTest, FileNamesThatLeaveTheDirectoryAreRefused) {
+  const std::string dir = (dir_ / "cdi").string();
+  fs::create_directories(dir_ / "cdi" / "k8s.gpu.nvidia.com-claim_a");
+  fs::create_directories(dir_ / "target");
+  std::ofstream(dir_ / "target" / "victim.json") << "{}";
+  const std::string names[] = {
+      "k8s.gpu.nvidia.com-claim_a/../../target/victim.json",
+      "../x.json",
+      "a/b.json",
+      "..",
+      ".",
+      "",
+      std::string("a\0b.json", 8)};
+  for (const std::string& name : names) {
+    SCOPED_TRACE(name);
+    absl::Status removed = RemoveSpec(dir, name);
+    EXPECT_EQ(removed.code(), absl::StatusCode::kInvalidArgument) << removed;
+    absl::Status written = WriteSpec(dir, name, SpecWith(1));
+    EXPECT_EQ(written.code(), absl::StatusCode::kInvalidArgument) << written;
+  }
+  EXPECT_TRUE(fs::exists(dir_ / "target" / "victim.json"));
+}
+
+TEST_F(WriteSpecTest, TheDirectoryIsNotWorldWritableWhateverTheUmask) {
+  const mode_t old = umask(0);
+  absl::Status written =
+      WriteSpec((dir_ / "run" / "cdi").string(), SpecWith(1));
+  umask(old);
+  ASSERT_TRUE(written.ok()) << written;
+  for (const fs::path& d : {dir_ / "run", dir_ / "run" / "cdi"}) {
+    struct stat st;
+    ASSERT_EQ(stat(d.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0755u) << d;
+  }
+}
+
 TEST_F(WriteSpecTest, RemoveSpec) {
   ASSERT_TRUE(WriteSpec((dir_ / "cdi").string(), SpecWith(1)).ok());
   EXPECT_TRUE(RemoveSpec((dir_ / "cdi").string()).ok());

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "util/logging.h"
+#include "util/make_dirs.h"
 
 namespace gdp {
 namespace {
@@ -34,11 +35,10 @@ absl::StatusOr<std::unique_ptr<DirWatcher>> DirWatcher::Create(
 absl::StatusOr<std::unique_ptr<DirWatcher>> DirWatcher::Create(
     std::vector<WatchedDir> dirs) {
   for (const WatchedDir& d : dirs) {
-    std::error_code ec;
-    std::filesystem::create_directories(d.dir, ec);
-    if (ec) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot create ", d.dir, ": ", ec.message()));
+    // 0755 whatever the umask: a writable registration or plugin directory
+    // would let any local user register a plugin with the kubelet.
+    if (absl::Status s = MakeDirs(d.dir, kPublicDirMode); !s.ok()) {
+      return absl::UnavailableError(s.message());
     }
   }
   int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -182,8 +182,7 @@ void DirWatcher::Rewatch(Watch& w) {
   // longer at the path: removed here). The parent's watch is shared and
   // is simply added again.
   if (w.wd >= 0) inotify_rm_watch(inotify_fd_, w.wd);
-  std::error_code ec;
-  std::filesystem::create_directories(w.names.dir, ec);
+  MakeDirs(w.names.dir, kPublicDirMode).IgnoreError();  // WatchNow tells
   if (absl::Status s = WatchNow(w); !s.ok()) {
     LOG_ERROR("cannot watch {} again: {}", w.names.dir, s.message());
   }

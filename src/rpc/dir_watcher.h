@@ -37,8 +37,8 @@ struct WatchedDir {
 // Wait() is for one thread; Wake() may be called from any thread.
 class DirWatcher {
  public:
-  // Watches `dir` (created if missing, like the kubelet would) for the files
-  // named `kubelet_socket` and `own_socket`.
+  // Watches `dir` (created 0755 if missing, whatever the umask, like the
+  // kubelet would) for the files named `kubelet_socket` and `own_socket`.
   // Result on failure: the inotify or mkdir error, naming the directory.
   static absl::StatusOr<std::unique_ptr<DirWatcher>> Create(
       const std::string& dir, const std::string& kubelet_socket,

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -62,6 +63,26 @@ TEST_F(DirWatcherTest, RemovedDirectoryIsRecreatedAndWatched) {
   EXPECT_TRUE(fs::is_directory(dir_));
   std::ofstream(dir_ / "kubelet.sock") << "";
   EXPECT_TRUE(WaitFor(*w, &DirEvents::kubelet_socket_created));
+}
+
+// Under umask 000 the plugin, plugins and registry directories were 0777:
+// any local user could register a plugin with the kubelet. Created, and
+// created again after a removal, they are 0755 whatever the umask.
+TEST_F(DirWatcherTest, CreatedDirectoriesAreNotWorldWritable) {
+  auto mode = [](const fs::path& p) {
+    struct stat st;
+    return stat(p.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+  };
+  const fs::path nested = root_ / "plugins" / "gpu.nvidia.com";
+  const mode_t old = umask(0);
+  auto w = DirWatcher::Create(nested.string(), "kubelet.sock", "ours.sock");
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(mode(root_ / "plugins"), 0755u);
+  EXPECT_EQ(mode(nested), 0755u);
+  fs::remove_all(nested);
+  EXPECT_TRUE(WaitFor(**w, &DirEvents::own_socket_removed));
+  umask(old);
+  EXPECT_EQ(mode(nested), 0755u);
 }
 
 // A directory removed while something holds it open reports no removal of
