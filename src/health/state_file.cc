@@ -1,8 +1,5 @@
 #include "health/state_file.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <limits>
@@ -12,6 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "util/atomic_file.h"
+#include "util/bounded_json.h"
+#include "util/make_dirs.h"
+#include "util/quote.h"
+#include "util/read_file.h"
 
 namespace gdp {
 namespace {
@@ -266,18 +267,22 @@ absl::StatusOr<HealthState> ParseHealthState(absl::string_view text,
     return absl::DataLossError(absl::StrCat(path, ": ", what));
   };
   if (text.empty()) return bad("the file is empty");
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
-    return bad(absl::StrCat("not JSON (truncated or corrupt): ", e.what()));
+  ScopedMemoryRelease release;  // declared first: outlives the tree
+  absl::StatusOr<json> parsed = ParseBoundedJson(text);
+  if (absl::IsResourceExhausted(parsed.status())) {
+    return bad(std::string(parsed.status().message()));
   }
+  if (!parsed.ok()) {
+    return bad(absl::StrCat("not JSON (truncated or corrupt): ",
+                            parsed.status().message()));
+  }
+  json doc = *std::move(parsed);
   if (!doc.is_object()) return bad("not a JSON object");
   Reader r;
   std::optional<std::string> kind = r.String(doc, "", "kind");
   if (!r.ok()) return bad(r.error());
   if (*kind != kKind) {
-    return bad(absl::StrCat("kind '", *kind, "' is not '", kKind, "'"));
+    return bad(absl::StrCat("kind ", Quote(*kind), " is not '", kKind, "'"));
   }
   const json* version = r.Find(doc, "", "version");
   if (!r.ok()) return bad(r.error());
@@ -303,28 +308,14 @@ absl::StatusOr<HealthState> ParseHealthState(absl::string_view text,
 }
 
 absl::StatusOr<std::string> ReadHealthStateText(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) {
-      return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-    }
-    return absl::ErrnoToStatus(err, absl::StrCat("cannot open ", path));
+  absl::StatusOr<std::string> text = ReadRegularFile(
+      path, {.max_bytes = kMaxHealthStateBytes, .follow_symlinks = false});
+  if (IsFileTooLarge(text.status()) || IsNotRegularFile(text.status())) {
+    return absl::DataLossError(text.status().message());
   }
-  std::string text;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      return absl::ErrnoToStatus(err, absl::StrCat("cannot read ", path));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
+  if (absl::IsNotFound(text.status())) {
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
   }
-  close(fd);
   return text;
 }
 
@@ -336,7 +327,12 @@ absl::StatusOr<HealthState> ReadHealthState(const std::string& path) {
 
 absl::Status WriteHealthStateText(const std::string& path,
                                   absl::string_view text) {
-  return WriteFileAtomically(path, text, 0644);
+  if (text.size() > kMaxHealthStateBytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        path, ": the state would take ", text.size(), " bytes, more than the ",
+        kMaxHealthStateBytes, " the file may (it would be refused when read)"));
+  }
+  return WriteFileAtomically(path, text, 0644, kPrivateDirMode);
 }
 
 absl::StatusOr<std::string> MoveHealthStateAside(const std::string& path) {

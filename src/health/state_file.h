@@ -28,6 +28,12 @@ namespace gdp {
 // The format this build writes, and the newest it reads.
 inline constexpr int kHealthStateVersion = 1;
 
+// The most the file may hold: a few hundred bytes per unit, a few units per
+// GPU, at most a few dozen GPUs make some KiB. A larger file is damage,
+// refused unread (it is re-read on every SIGHUP), and a state that would
+// pass it is not written.
+inline constexpr size_t kMaxHealthStateBytes = 1 << 20;
+
 // The file's name in its directory.
 inline constexpr char kHealthStateFileName[] = "health-state.json";
 
@@ -40,17 +46,20 @@ std::string SerializeHealthState(const HealthState& state);
 
 // Reads a state file's text; `path` names it in messages.
 // Result on failure: DataLoss "<path>: ..." for text that is not a state
-// file of ours (empty, truncated or not JSON, wrong kind, a missing,
-// mistyped or unknown value: named by its place, e.g.
+// file of ours (empty, truncated or not JSON, nested deeper than 100
+// levels, wrong kind, a missing, mistyped or unknown value: named by its
+// place, e.g.
 // "gpus[0].units[1].state: unknown state 'broken'"); FailedPrecondition
 // "<path>: format version N is not one this gpu-device-plugin reads (1)"
 // for another version.
 absl::StatusOr<HealthState> ParseHealthState(absl::string_view text,
                                              const std::string& path);
 
-// Reads the file at `path`: its text, unparsed.
-// Result on failure: NotFound when there is no file; else the errno's
-// status naming the path.
+// Reads the file at `path`: its text, unparsed (not following a symlink;
+// never blocking on a FIFO).
+// Result on failure: NotFound when there is no file; DataLoss "<path> is
+// larger than 1048576 bytes" or "<path> is not a regular file (...)",
+// unread; else the errno's status naming the path.
 absl::StatusOr<std::string> ReadHealthStateText(const std::string& path);
 
 // Reads and parses the file at `path`. Result on failure: as
@@ -59,8 +68,9 @@ absl::StatusOr<HealthState> ReadHealthState(const std::string& path);
 
 // Writes `text` to `path` atomically (temporary file in the same directory,
 // fsync, rename, fsync of the directory; mode 0644; the directory is
-// created if missing). Result on failure: the errno's status naming what
-// failed.
+// created 0700 if missing). Result on failure: ResourceExhausted for text
+// over kMaxHealthStateBytes (nothing written); the errno's status naming
+// what failed.
 absl::Status WriteHealthStateText(const std::string& path,
                                   absl::string_view text);
 

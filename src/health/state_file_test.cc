@@ -2,6 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -9,6 +10,8 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "util/fifo_testing.h"
 
 namespace gdp {
 namespace {
@@ -268,6 +271,68 @@ TEST_F(StateFileDirTest, ReadFailuresNameThePath) {
   ASSERT_FALSE(got.ok());
   EXPECT_THAT(std::string(got.status().message()),
               HasSubstr((dir_ / "adir").string()));
+}
+
+// What cannot be our state file (too large, not a regular file) is damage,
+// refused without being read and without blocking on a FIFO; a valid
+// state padded past the bound too.
+TEST_F(StateFileDirTest, WhatIsNotASmallRegularFileIsDamageRefusedUnread) {
+  fs::create_directories(dir_);
+  const std::string good = SerializeHealthState(Sample());
+  const std::string padded = (dir_ / "padded.json").string();
+  std::ofstream(padded) << good << std::string(kMaxHealthStateBytes, ' ');
+  const std::string huge = (dir_ / "huge.json").string();
+  std::ofstream(huge).close();
+  ASSERT_EQ(truncate(huge.c_str(), 200 << 20), 0);
+  const std::string target = (dir_ / "target.json").string();
+  std::ofstream(target) << good;
+  const std::string link = (dir_ / "link.json").string();
+  fs::create_symlink(target, link);
+  const struct {
+    std::string path;
+    const char* message;
+  } cases[] = {
+      {padded, "padded.json is larger than 1048576 bytes"},
+      {huge, "huge.json is larger than 1048576 bytes"},
+      {link, "link.json is not a regular file (a symlink)"},
+      {dir_.string(), "is not a regular file (a directory)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.path);
+    absl::StatusOr<HealthState> got = ReadHealthState(c.path);
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss) << got.status();
+    EXPECT_THAT(std::string(got.status().message()), HasSubstr(c.message));
+  }
+  absl::StatusOr<std::string> fifo;
+  const std::string fifo_path = (dir_ / "fifo.json").string();
+  EXPECT_TRUE(testing::ReturnsWithFifoInPlace(
+      fifo_path, [&] { fifo = ReadHealthStateText(fifo_path); }));
+  EXPECT_EQ(fifo.status().code(), absl::StatusCode::kDataLoss) << fifo.status();
+  // Nothing is written that would be refused when read.
+  EXPECT_EQ(
+      WriteHealthStateText(target, std::string(kMaxHealthStateBytes + 1, ' '))
+          .code(),
+      absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(ReadHealthState(target).ok());
+}
+
+TEST_F(StateFileDirTest, DeepDocumentsAreRefusedWhileParsed) {
+  absl::StatusOr<HealthState> got = ParseHealthState(
+      std::string(750000, '[') + std::string(750000, ']'), kPath);
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(got.status().message()),
+              HasSubstr("nested deeper than 100 levels"));
+}
+
+TEST_F(StateFileDirTest, ItsDirectoryIsPrivateWhateverTheUmask) {
+  const mode_t old = umask(0);
+  absl::Status written = WriteHealthStateText(
+      HealthStatePath((dir_ / "state").string()), SerializeHealthState({}));
+  umask(old);
+  ASSERT_TRUE(written.ok()) << written;
+  struct stat st;
+  ASSERT_EQ(stat((dir_ / "state").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
 }
 
 TEST_F(StateFileDirTest, MoveAsideKeepsTheBadFile) {

@@ -113,6 +113,12 @@ std::vector<GpuRef> HealthStateStore::Cleared() {
   HealthState now_state;
   if (absl::IsNotFound(text.status())) {
     text = std::string();
+  } else if (absl::IsDataLoss(text.status())) {
+    // Too large or not a file: damage, set aside unread.
+    MoveAside(std::string(text.status().message()),
+              "no GPU's saved state is cleared");
+    on_disk_.clear();
+    return {};
   } else if (!text.ok()) {
     LOG_ERROR("Health state file: {}; no GPU's saved state is cleared",
               text.status().message());

@@ -59,9 +59,9 @@ class HealthStateStore {
   // store last wrote or read it that it no longer holds, i.e. the ones
   // the operator cleared (with the index saved for them). A missing file
   // clears every GPU. Nothing is cleared when the file is unchanged, and
-  // nothing (logged) when it cannot be read, is bad (also moved aside) or
-  // is from another boot. Call Save afterwards to write the tracker's
-  // state over whatever the file holds.
+  // nothing (logged) when it cannot be read, is bad (also moved aside; a
+  // file too large or not a regular file unread) or is from another boot. Call
+  // Save afterwards to write the tracker's state over whatever the file holds.
   std::vector<GpuRef> Cleared() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:

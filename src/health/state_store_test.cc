@@ -13,6 +13,7 @@
 #include <string>
 
 #include "health/state_file.h"
+#include "util/fifo_testing.h"
 #include "util/logging.h"
 
 namespace gdp {
@@ -162,8 +163,14 @@ TEST_F(StateStoreTest, BadFilesAreMovedAsideAndIgnored) {
          std::ofstream(File()) << text;
        },
        "format version 7 is not one this gpu-device-plugin reads"},
-      {"unreadable (a directory)",
-       [&] { fs::create_directories(File() / "x"); }, "cannot read"},
+      {"a directory", [&] { fs::create_directories(File() / "x"); },
+       "is not a regular file (a directory)"},
+      {"too large (a valid state, padded)",
+       [&] {
+         std::ofstream(File())
+             << good << std::string(kMaxHealthStateBytes, ' ');
+       },
+       "is larger than 1048576 bytes"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -251,6 +258,38 @@ TEST_F(StateStoreTest, ClearedNamesTheGpusTheOperatorDropped) {
   cleared = store.Cleared();
   ASSERT_THAT(cleared, SizeIs(1));
   EXPECT_EQ(cleared[0].uuid, kGpu0.uuid);
+}
+
+// On SIGHUP as at start: a file too large to be ours (here a valid state
+// padded past the bound) or a FIFO is set aside without being read, and
+// nothing is cleared.
+TEST_F(StateStoreTest, AFileThatCannotBeOursIsSetAsideOnSighupUnread) {
+  for (const char* kind : {"padded", "fifo"}) {
+    SCOPED_TRACE(kind);
+    fs::remove_all(dir_ / "state");
+    HealthStateStore store(Options());
+    tracker_->OnEvent(kGpu0, Xid(48), t0);
+    store.Save(*tracker_, t0);
+    const std::string saved = Slurp(File());
+    fs::remove(File());
+    std::vector<GpuRef> cleared = {kGpu1};
+    ::testing::internal::CaptureStderr();
+    if (std::string(kind) == "padded") {
+      std::ofstream(File()) << saved << std::string(kMaxHealthStateBytes, ' ');
+      cleared = store.Cleared();
+    } else {
+      EXPECT_TRUE(testing::ReturnsWithFifoInPlace(
+          File().string(), [&] { cleared = store.Cleared(); }));
+    }
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_THAT(cleared, IsEmpty());
+    EXPECT_THAT(log, HasSubstr("no GPU's saved state is cleared"));
+    EXPECT_TRUE(fs::exists(File().string() + ".corrupt"));
+    EXPECT_FALSE(fs::exists(File()));
+    store.Save(*tracker_, t0);  // written back
+    EXPECT_TRUE(ReadHealthState(File().string()).ok());
+    fs::remove(File().string() + ".corrupt");
+  }
 }
 
 TEST_F(StateStoreTest, ABadFileClearsNothing) {
