@@ -204,15 +204,14 @@ std::string RestampCheckpoint(absl::string_view text) {
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadRegularFile(
-      path, {.max_bytes = kMaxCheckpointBytes, .follow_symlinks = false});
+  absl::StatusOr<std::string> text =
+      ReadRegularFile(path, {.max_bytes = kMaxCheckpointBytes,
+                             .follow_symlinks = false,
+                             .what = "checkpoint"});
   if (IsFileTooLarge(text.status()) || IsNotRegularFile(text.status())) {
     return absl::DataLossError(text.status().message());
   }
-  if (!text.ok()) {
-    return absl::Status(text.status().code(),
-                        absl::StrCat("checkpoint: ", text.status().message()));
-  }
+  if (!text.ok()) return text.status();
   return ParseCheckpoint(*text, path);
 }
 
