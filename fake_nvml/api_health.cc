@@ -1,5 +1,7 @@
 // Exported NVML entry points: health signals (row remapping, retired pages
-// pending, PCIe link, clock throttle reasons), as the session holds them.
+// pending, PCIe link, clock throttle reasons, and the field values of the
+// recovery action and volatile ECC counts), as the session holds them.
+#include "absl/time/clock.h"
 #include "fake_nvml/api_call.h"
 #include "fake_nvml/machine.h"
 #include "fake_nvml/nvml_exports.h"
@@ -87,6 +89,45 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(
   fn::ApiCall call(device);
   if (call.status() != NVML_SUCCESS) return call.status();
   return Answer(SignalsOf(call).throttle_reasons, reasons);
+}
+
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int values_count,
+                                      nvmlFieldValue_t* values) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (values == nullptr || values_count < 0) return NVML_ERROR_INVALID_ARGUMENT;
+  const fn::Session::Signals& signals = SignalsOf(call);
+  const bool action =
+      fn::ReportsRecoveryAction(call.session().machine().driver_version);
+  const long long now = absl::ToUnixMicros(absl::Now());
+  for (int i = 0; i < values_count; ++i) {
+    nvmlFieldValue_t& v = values[i];
+    v.timestamp = now;
+    v.latencyUsec = 0;
+    v.nvmlReturn = NVML_SUCCESS;
+    switch (v.fieldId) {
+      case NVML_FI_DEV_ECC_SBE_VOL_TOTAL:
+        v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        v.value.ullVal = signals.volatile_sbe;
+        break;
+      case NVML_FI_DEV_ECC_DBE_VOL_TOTAL:
+        v.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        v.value.ullVal = signals.volatile_dbe;
+        break;
+      case NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
+        if (!action) {
+          v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+          break;
+        }
+        v.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+        v.value.uiVal = signals.recovery_action;
+        break;
+      default:  // a field the fake does not model
+        v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        break;
+    }
+  }
+  return NVML_SUCCESS;
 }
 
 }  // extern "C"

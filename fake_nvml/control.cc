@@ -15,7 +15,33 @@ namespace {
 // XID 79: GPU has fallen off the bus.
 constexpr unsigned long long kXidFallenOffTheBus = 79;
 
-void Apply(const ControlCommand& command, Session& session)
+// The XIDs after which the fake's driver asks for a GPU reset through the
+// recovery action: those of the "RESET_GPU" bucket of NVIDIA's Xid
+// catalogue, and 48 (an uncorrectable ECC error, which NVIDIA's memory
+// error guide says triggers the recovery action flag).
+constexpr unsigned long long kXidsNeedingReset[] = {
+    46, 48, 62, 64, 95, 109, 110, 119, 120, 136, 140, 143, 155};
+
+// What a GPU reset changes (also what a GPU that fell off the bus has been
+// through when it comes back): pending remappings and retired pages take
+// effect, volatile ECC counts restart at 0, the driver asks for no
+// recovery action, and the GPU answers again. A remapping failure stays
+// (it is the GPU's, until it is replaced), and so does its UUID.
+void ResetGpu(unsigned gpu, Session& session) {
+  Session::Signals& signals = session.signals(gpu);
+  if (signals.remapped_rows.has_value()) {
+    signals.remapped_rows->pending = false;
+  }
+  signals.retired_pages_pending = false;
+  signals.volatile_sbe = 0;
+  signals.volatile_dbe = 0;
+  signals.recovery_action = NVML_GPU_RECOVERY_ACTION_NONE;
+  session.set_lost(gpu, false);
+}
+
+// Applies `command`. With `live` false (a line of the file's history at
+// init, ChangesGpuState) only the GPU's state changes: no event is queued.
+void Apply(const ControlCommand& command, Session& session, bool live)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex) {
   using Kind = ControlCommand::Kind;
   switch (command.kind) {
@@ -29,17 +55,34 @@ void Apply(const ControlCommand& command, Session& session)
       session.WakeEventSets();
       break;
     case Kind::kRestore:
-      session.set_lost(command.gpu, false);
+    case Kind::kReset:
+      ResetGpu(command.gpu, session);
       break;
     case Kind::kXid:
-      session.Deliver(command.gpu, nvmlEventTypeXidCriticalError, command.xid,
-                      command.gpu_instance, command.compute_instance);
+      for (unsigned long long xid : kXidsNeedingReset) {
+        if (command.xid == xid) {
+          session.signals(command.gpu).recovery_action =
+              NVML_GPU_RECOVERY_ACTION_GPU_RESET;
+        }
+      }
+      if (live) {
+        session.Deliver(command.gpu, nvmlEventTypeXidCriticalError, command.xid,
+                        command.gpu_instance, command.compute_instance);
+      }
       break;
-    case Kind::kEcc:
-      session.Deliver(command.gpu,
-                      command.double_bit ? nvmlEventTypeDoubleBitEccError
-                                         : nvmlEventTypeSingleBitEccError,
-                      0, 0xFFFFFFFF, 0xFFFFFFFF);
+    case Kind::kEcc: {
+      Session::Signals& signals = session.signals(command.gpu);
+      ++(command.double_bit ? signals.volatile_dbe : signals.volatile_sbe);
+      if (live) {
+        session.Deliver(command.gpu,
+                        command.double_bit ? nvmlEventTypeDoubleBitEccError
+                                           : nvmlEventTypeSingleBitEccError,
+                        0, 0xFFFFFFFF, 0xFFFFFFFF);
+      }
+      break;
+    }
+    case Kind::kRecoveryAction:
+      session.signals(command.gpu).recovery_action = command.recovery_action;
       break;
     case Kind::kFail:
       session.set_failure(command.code);
@@ -68,16 +111,6 @@ void Apply(const ControlCommand& command, Session& session)
     case Kind::kPagesPending:
       session.signals(command.gpu).retired_pages_pending = true;
       break;
-    case Kind::kReset: {
-      // The remapping or retirement takes effect; a failure stays (it is
-      // the GPU's, until it is replaced).
-      Session::Signals& signals = session.signals(command.gpu);
-      if (signals.remapped_rows.has_value()) {
-        signals.remapped_rows->pending = false;
-      }
-      signals.retired_pages_pending = false;
-      break;
-    }
     case Kind::kPcie: {
       PcieLink& link = session.signals(command.gpu).pcie;
       link.gen = command.pcie_gen;
@@ -152,6 +185,24 @@ absl::Status CheckAgainstGpu(const ControlCommand& command,
 
 }  // namespace
 
+void ReplayControlLine(int, absl::string_view line) {
+  const absl::StatusOr<std::optional<ControlCommand>> parsed =
+      ParseControlLine(line);
+  // Bad lines were reported when they were new.
+  if (!parsed.ok() || !parsed->has_value() ||
+      !ChangesGpuState((*parsed)->kind)) {
+    return;
+  }
+  const ControlCommand& command = **parsed;
+  absl::MutexLock lock(&state_mutex);
+  Session* session = CurrentSession();
+  if (session == nullptr || command.gpu >= session->gpu_count() ||
+      !CheckAgainstGpu(command, *session).ok()) {
+    return;
+  }
+  Apply(command, *session, /*live=*/false);
+}
+
 void ApplyControlLine(int line_number, absl::string_view line) {
   const absl::StatusOr<std::optional<ControlCommand>> parsed =
       ParseControlLine(line);
@@ -181,7 +232,7 @@ void ApplyControlLine(int line_number, absl::string_view line) {
     Report(absl::StrCat("control line ", line_number, ": ", s.message()));
     return;
   }
-  Apply(command, *session);
+  Apply(command, *session, /*live=*/true);
 }
 
 }  // namespace gdp::fake_nvml

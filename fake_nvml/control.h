@@ -15,6 +15,14 @@ namespace gdp::fake_nvml {
 void ApplyControlLine(int line_number, absl::string_view line)
     ABSL_LOCKS_EXCLUDED(state_mutex);
 
+// A line that was in the control file before this init (its history):
+// applies only what it changed of a GPU's state (ChangesGpuState), which a
+// real GPU keeps across NVML clients, without queueing events. Lines that
+// are malformed, name no GPU of this machine, or are events and faults of
+// an earlier init generation, are skipped silently. Takes state_mutex.
+void ReplayControlLine(int line_number, absl::string_view line)
+    ABSL_LOCKS_EXCLUDED(state_mutex);
+
 }  // namespace gdp::fake_nvml
 
 #endif  // GDP_FAKE_NVML_CONTROL_H_

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,8 +21,20 @@ constexpr const char* kUsage =
     "ecc <gpu> single|double | fail <code> | fail-mig <gpu> <mig> <code> | "
     "fail-nvlink <gpu> <code> | hang <gpu> | hang-all | recover | "
     "remap-pending <gpu> | remap-failure <gpu> | pages-pending <gpu> | "
-    "reset <gpu> | pcie <gpu> <gen> <width> | throttle <gpu> <mask> | "
+    "reset <gpu> | recovery-action <gpu> none|gpu-reset|node-reboot|"
+    "drain-p2p|drain-and-reset | pcie <gpu> <gen> <width> | "
+    "throttle <gpu> <mask> | "
     "nvlink <gpu> <link> active|inactive";
+
+// The recovery-action names, as NVML_GPU_RECOVERY_ACTION_* values.
+constexpr std::pair<const char*, nvmlDeviceGpuRecoveryAction_t>
+    kRecoveryActions[] = {
+        {"none", NVML_GPU_RECOVERY_ACTION_NONE},
+        {"gpu-reset", NVML_GPU_RECOVERY_ACTION_GPU_RESET},
+        {"node-reboot", NVML_GPU_RECOVERY_ACTION_NODE_REBOOT},
+        {"drain-p2p", NVML_GPU_RECOVERY_ACTION_DRAIN_P2P},
+        {"drain-and-reset", NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET},
+};
 
 bool IsDefinedFailure(int code) {
   return (code >= NVML_ERROR_UNINITIALIZED &&
@@ -71,6 +84,22 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
         : verb == "remap-failure" ? ControlCommand::Kind::kRemapFailure
         : verb == "pages-pending" ? ControlCommand::Kind::kPagesPending
                                   : ControlCommand::Kind::kReset;
+  } else if (verb == "recovery-action") {
+    if (args != 2) return WrongArgs(verb);
+    command.kind = ControlCommand::Kind::kRecoveryAction;
+    bool known = false;
+    for (const auto& [name, action] : kRecoveryActions) {
+      if (words[2] == name) {
+        command.recovery_action = action;
+        known = true;
+      }
+    }
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a recovery action is none, gpu-reset, node-reboot, "
+                       "drain-p2p or drain-and-reset, not \"",
+                       words[2], "\""));
+    }
   } else if (verb == "pcie") {
     if (args != 3) return WrongArgs(verb);
     command.kind = ControlCommand::Kind::kPcie;
@@ -187,6 +216,33 @@ absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
     }
   }
   return command;
+}
+
+bool ChangesGpuState(ControlCommand::Kind kind) {
+  using Kind = ControlCommand::Kind;
+  switch (kind) {
+    case Kind::kXid:
+    case Kind::kEcc:
+    case Kind::kRestore:
+    case Kind::kReset:
+    case Kind::kRecoveryAction:
+    case Kind::kRemapPending:
+    case Kind::kRemapFailure:
+    case Kind::kPagesPending:
+    case Kind::kPcie:
+    case Kind::kThrottle:
+    case Kind::kNvLink:
+      return true;
+    case Kind::kLose:
+    case Kind::kFail:
+    case Kind::kFailMig:
+    case Kind::kFailNvLink:
+    case Kind::kHang:
+    case Kind::kHangAll:
+    case Kind::kRecover:
+      return false;
+  }
+  return false;
 }
 
 }  // namespace gdp::fake_nvml

@@ -1,9 +1,12 @@
 // The fault-injection commands tests append to $FAKE_NVML_CONTROL, one per
 // line (see README.md):
 //   lose <gpu>                 the GPU falls off the bus
-//   restore <gpu>              it comes back
-//   xid <gpu> <xid> [<gi> <ci>]  an Xid critical error event
-//   ecc <gpu> single|double    a single- or double-bit ECC error event
+//   restore <gpu>              it comes back: the same as reset
+//   xid <gpu> <xid> [<gi> <ci>]  an Xid critical error event (one that
+//                              needs a GPU reset also sets the recovery
+//                              action to GPU_RESET)
+//   ecc <gpu> single|double    a single- or double-bit ECC error: event and
+//                              volatile count
 //   fail <code>                every call returns nvmlReturn_t <code>
 //   fail-mig <gpu> <mig> <code>  every call about MIG device <mig> of the GPU
 //                              returns <code>
@@ -20,7 +23,11 @@
 //   pages-pending <gpu>        a retired page waits for a reset (before
 //                              Ampere)
 //   reset <gpu>                a GPU reset: pending remappings and retired
-//                              pages take effect (no longer pending)
+//                              pages take effect (no longer pending),
+//                              volatile ECC counts restart at 0, the
+//                              recovery action is NONE, a lost GPU is back
+//   recovery-action <gpu> none|gpu-reset|node-reboot|drain-p2p|drain-and-reset
+//                              the recovery action the driver reports
 //   pcie <gpu> <gen> <width>   the PCIe link trains at <gen> x<width>
 //   throttle <gpu> <mask>      the clock throttle reasons are <mask>
 //   nvlink <gpu> <link> active|inactive  NVLink <link> goes up or down
@@ -52,6 +59,7 @@ struct ControlCommand {
     kRemapFailure,
     kPagesPending,
     kReset,
+    kRecoveryAction,
     kPcie,
     kThrottle,
     kNvLink
@@ -71,6 +79,8 @@ struct ControlCommand {
   unsigned long long throttle = 0;         // throttle: reason bits
   unsigned link = 0;                       // nvlink: the link index
   bool link_active = false;                // nvlink: active
+  nvmlDeviceGpuRecoveryAction_t recovery_action =  // recovery-action
+      NVML_GPU_RECOVERY_ACTION_NONE;
 
   // Whether the command names a GPU (to be range-checked by the caller).
   bool has_gpu() const {
@@ -82,10 +92,19 @@ struct ControlCommand {
 // Parses one line (without its newline). Returns nullopt for blank and
 // comment lines, InvalidArgument with a short explanation for anything
 // malformed (a PCIe generation outside 1-6, a width outside 1, 2, 4, 8, 16,
-// 32, throttle bits outside nvmlClocksThrottleReasonAll). GPU, MIG device
-// and link indexes, and what the GPU supports, are not checked here.
+// 32, throttle bits outside nvmlClocksThrottleReasonAll, an unknown
+// recovery action). GPU, MIG device and link indexes, and what the GPU
+// supports, are not checked here.
 absl::StatusOr<std::optional<ControlCommand>> ParseControlLine(
     absl::string_view line);
+
+// Whether `kind` changes the state of a GPU, which a GPU keeps whatever
+// NVML client comes and goes (replayed from the control file's history at
+// init): xid and ecc (recovery action and counts, not their events),
+// restore, reset, recovery-action, remap-*, pages-pending, pcie, throttle
+// and nvlink. Not lose, the fail* and hang faults and recover, which belong
+// to one init generation.
+bool ChangesGpuState(ControlCommand::Kind kind);
 
 }  // namespace gdp::fake_nvml
 

@@ -25,7 +25,7 @@ constexpr uint32_t kWatchMask =
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ControlWatcher>> ControlWatcher::Start(
-    const std::string& path, LineHandler handler) {
+    const std::string& path, LineHandler handler, LineHandler history) {
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
   if (dir.empty()) dir = ".";
   const int inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<ControlWatcher>> ControlWatcher::Start(
   std::unique_ptr<ControlWatcher> watcher(
       new ControlWatcher(path, handler, inotify_fd, stop_fd));
   // The watch exists before this read, so nothing appended later is missed.
-  watcher->SkipExisting();
+  watcher->SkipExisting(history);
   watcher->thread_ = std::thread(&ControlWatcher::Run, watcher.get());
   return watcher;
 }
@@ -106,12 +106,16 @@ bool ControlWatcher::ReadMore() {
   return true;
 }
 
-void ControlWatcher::SkipExisting() {
+void ControlWatcher::SkipExisting(LineHandler history) {
   if (!ReadMore()) return;
   size_t start = 0;
   for (size_t end; (end = partial_.find('\n', start)) != std::string::npos;
        start = end + 1) {
     ++line_number_;
+    if (history != nullptr) {
+      history(line_number_,
+              absl::string_view(partial_).substr(start, end - start));
+    }
   }
   partial_.erase(0, start);
 }

@@ -22,13 +22,15 @@ class ControlWatcher {
   using LineHandler = void (*)(int line_number, absl::string_view line);
 
   // Starts following `path`. The file need not exist yet, but its directory
-  // must. Lines already complete in the file now are skipped (they are not
-  // new); a trailing partial line counts as new once it is completed. If
-  // the file is truncated or replaced, reading restarts from its beginning
-  // (and line numbers from 1). Errors: FailedPrecondition when the
-  // directory cannot be watched.
+  // must. Lines already complete in the file now are not new: they go to
+  // `history` (if not null), in order, before Start returns; a trailing
+  // partial line counts as new once it is completed. If the file is
+  // truncated or replaced, reading restarts from its beginning (and line
+  // numbers from 1). Errors: FailedPrecondition when the directory cannot
+  // be watched.
   static absl::StatusOr<std::unique_ptr<ControlWatcher>> Start(
-      const std::string& path, LineHandler handler);
+      const std::string& path, LineHandler handler,
+      LineHandler history = nullptr);
 
   // Stops the thread and joins it; returns promptly. In a child forked
   // while the watcher ran, only releases the child's copies of the file
@@ -42,8 +44,9 @@ class ControlWatcher {
   ControlWatcher(std::string path, LineHandler handler, int inotify_fd,
                  int stop_fd);
 
-  // Reads what is in the file now without dispatching it.
-  void SkipExisting();
+  // Reads what is in the file now, handing its complete lines to `history`
+  // (if not null) rather than to the handler.
+  void SkipExisting(LineHandler history);
   // Dispatches the complete lines appended since the last read.
   void ReadNewLines();
   // Reads from offset_ to the end of the file into partial_, first

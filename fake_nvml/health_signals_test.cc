@@ -213,6 +213,129 @@ TEST_F(HealthSignalsTest, CommandsTheGpuCannotTakeAreReported) {
   EXPECT_TRUE(LinkActive(Device(0), 1));
 }
 
+// nvmlDeviceGetFieldValues of the recovery action and volatile ECC totals:
+// {recovery action or -1 when NOT_SUPPORTED, single-bit, double-bit}.
+struct Fields {
+  long long action = -2;
+  unsigned long long sbe = ~0ULL, dbe = ~0ULL;
+  bool operator==(const Fields&) const = default;
+};
+
+Fields ReadFields(nvmlDevice_t d) {
+  nvmlFieldValue_t v[4] = {};
+  v[0].fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+  v[1].fieldId = NVML_FI_DEV_ECC_SBE_VOL_TOTAL;
+  v[2].fieldId = NVML_FI_DEV_ECC_DBE_VOL_TOTAL;
+  v[3].fieldId = 1;  // NVML_FI_DEV_ECC_CURRENT: not modelled
+  Fields f;
+  EXPECT_EQ(NVML(nvmlDeviceGetFieldValues)(d, 4, v), NVML_SUCCESS);
+  EXPECT_EQ(v[3].nvmlReturn, NVML_ERROR_NOT_SUPPORTED);
+  if (v[0].nvmlReturn == NVML_ERROR_NOT_SUPPORTED) {
+    f.action = -1;
+  } else if (v[0].nvmlReturn == NVML_SUCCESS &&
+             v[0].valueType == NVML_VALUE_TYPE_UNSIGNED_INT) {
+    f.action = v[0].value.uiVal;
+  }
+  for (int i : {1, 2}) {
+    EXPECT_EQ(v[i].nvmlReturn, NVML_SUCCESS);
+    EXPECT_EQ(v[i].valueType, NVML_VALUE_TYPE_UNSIGNED_LONG_LONG);
+    EXPECT_GT(v[i].timestamp, 0);
+  }
+  f.sbe = v[1].value.ullVal;
+  f.dbe = v[2].value.ullVal;
+  return f;
+}
+
+TEST_F(HealthSignalsTest, RecoveryActionNeedsAnR565Driver) {
+  InitWith("dgx-a100.yaml");  // 550.54.15
+  EXPECT_EQ(ReadFields(Device(0)), (Fields{-1, 0, 0}));
+  nvmlFieldValue_t v{};
+  EXPECT_EQ(NVML(nvmlDeviceGetFieldValues)(Device(0), 1, nullptr),
+            NVML_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(NVML(nvmlDeviceGetFieldValues)(nullptr, 1, &v),
+            NVML_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(NVML(nvmlShutdown)(), NVML_SUCCESS);
+  UseMachine(
+      WriteFile("m.yaml", absl::StrCat("driver_version: \"565.57.01\"\n"
+                                       "cuda_driver_version: 12070\ngpus:\n",
+                                       Gpu(0, "9.0"))));
+  ASSERT_EQ(NVML(nvmlInit_v2)(), NVML_SUCCESS);
+  EXPECT_EQ(ReadFields(Device(0)),
+            (Fields{NVML_GPU_RECOVERY_ACTION_NONE, 0, 0}));
+}
+
+TEST_F(HealthSignalsTest, ErrorsSetTheFieldsAndAResetClearsThem) {
+  UseControl();
+  UseMachine(
+      WriteFile("m.yaml", absl::StrCat("driver_version: \"570.124.06\"\n"
+                                       "cuda_driver_version: 12080\ngpus:\n",
+                                       Gpu(0, "9.0"), Gpu(1, "9.0"))));
+  ASSERT_EQ(NVML(nvmlInit_v2)(), NVML_SUCCESS);
+  const nvmlDevice_t gpu0 = Device(0), gpu1 = Device(1);
+  Control("ecc 0 single");
+  Control("ecc 0 double");
+  Control("xid 0 13");  // an application error: no action asked
+  ASSERT_TRUE(Eventually([&] { return ReadFields(gpu0).dbe == 1; }));
+  EXPECT_EQ(ReadFields(gpu0), (Fields{NVML_GPU_RECOVERY_ACTION_NONE, 1, 1}));
+  Control("xid 0 119");  // GSP RPC timeout: catalogue RESET_GPU
+  Control("recovery-action 1 drain-p2p");
+  ASSERT_TRUE(Eventually([&] {
+    return ReadFields(gpu1).action == NVML_GPU_RECOVERY_ACTION_DRAIN_P2P;
+  }));
+  EXPECT_EQ(ReadFields(gpu0),
+            (Fields{NVML_GPU_RECOVERY_ACTION_GPU_RESET, 1, 1}));
+  Control("reset 0");
+  ASSERT_TRUE(Eventually([&] { return ReadFields(gpu0).dbe == 0; }));
+  EXPECT_EQ(ReadFields(gpu0), (Fields{NVML_GPU_RECOVERY_ACTION_NONE, 0, 0}));
+  // A GPU that fell off the bus comes back through a reset too.
+  Control("ecc 1 double");
+  Control("lose 1");
+  ASSERT_TRUE(Eventually([&] {
+    nvmlFieldValue_t v{};
+    return NVML(nvmlDeviceGetFieldValues)(gpu1, 1, &v) ==
+           NVML_ERROR_GPU_IS_LOST;
+  }));
+  Control("restore 1");
+  ASSERT_TRUE(Eventually([&] {
+    nvmlFieldValue_t v{};
+    return NVML(nvmlDeviceGetFieldValues)(gpu1, 1, &v) == NVML_SUCCESS;
+  }));
+  EXPECT_EQ(ReadFields(gpu1), (Fields{NVML_GPU_RECOVERY_ACTION_NONE, 0, 0}));
+}
+
+// A GPU keeps its state when its NVML client goes: lines already in the
+// control file at init set the GPU's state again, without their events.
+TEST_F(HealthSignalsTest, TheGpuKeepsItsStateAcrossInits) {
+  UseControl();
+  UseMachine(
+      WriteFile("m.yaml", absl::StrCat("driver_version: \"570.124.06\"\n"
+                                       "cuda_driver_version: 12080\ngpus:\n",
+                                       Gpu(0, "9.0"), Gpu(1, "9.0"))));
+  WriteFile("control",
+            "xid 0 46\necc 0 double\nremap-pending 0\nlose 1\n"
+            "ecc 1 single\nreset 1\necc 1 double\nbogus\nxid 7 46\n");
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(NVML(nvmlInit_v2)(), NVML_SUCCESS);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "")
+      << "history is not reported again";
+  EXPECT_EQ(ReadFields(Device(0)),
+            (Fields{NVML_GPU_RECOVERY_ACTION_GPU_RESET, 0, 1}));
+  EXPECT_EQ(ReadFields(Device(1)),
+            (Fields{NVML_GPU_RECOVERY_ACTION_NONE, 0, 1}));
+  Rows rows;
+  ASSERT_EQ(ReadRows(Device(0), &rows), NVML_SUCCESS);
+  EXPECT_EQ(rows.pending, 1u);
+  // No event was queued for the history.
+  nvmlEventSet_t set = nullptr;
+  ASSERT_EQ(NVML(nvmlEventSetCreate)(&set), NVML_SUCCESS);
+  ASSERT_EQ(NVML(nvmlDeviceRegisterEvents)(Device(0),
+                                           nvmlEventTypeXidCriticalError, set),
+            NVML_SUCCESS);
+  nvmlEventData_t data;
+  EXPECT_EQ(NVML(nvmlEventSetWait_v2)(set, &data, 0), NVML_ERROR_TIMEOUT);
+  EXPECT_EQ(NVML(nvmlEventSetFree)(set), NVML_SUCCESS);
+}
+
 struct BadField {
   const char* name;
   std::string gpu;

@@ -90,7 +90,7 @@ nvmlReturn_t Initialize(unsigned flags) {
   const std::string control = EnvOrEmpty("FAKE_NVML_CONTROL");
   if (control.empty()) return NVML_SUCCESS;
   absl::StatusOr<std::unique_ptr<ControlWatcher>> started =
-      ControlWatcher::Start(control, &ApplyControlLine);
+      ControlWatcher::Start(control, &ApplyControlLine, &ReplayControlLine);
   if (!started.ok()) {
     Report(started.status().message());
     absl::MutexLock lock(&state_mutex);

@@ -117,6 +117,13 @@ bool RemapsRows(nvmlDeviceArchitecture_t architecture) {
          architecture != NVML_DEVICE_ARCH_UNKNOWN;
 }
 
+bool ReportsRecoveryAction(absl::string_view driver_version) {
+  const absl::string_view major =
+      driver_version.substr(0, driver_version.find('.'));
+  unsigned value = 0;
+  return absl::SimpleAtoi(major, &value) && value >= 565;
+}
+
 unsigned DefaultPcieGeneration(nvmlDeviceArchitecture_t architecture) {
   if (architecture <= NVML_DEVICE_ARCH_TURING) return 3;
   if (architecture <= NVML_DEVICE_ARCH_ADA) return 4;

@@ -102,6 +102,11 @@ struct PcieLink {
 // ones only) rather than retiring pages.
 bool RemapsRows(nvmlDeviceArchitecture_t architecture);
 
+// Whether a driver of `driver_version` ("565.57.01") has NVML's GPU
+// recovery action field (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, added in
+// R565): a major version of 565 or more.
+bool ReportsRecoveryAction(absl::string_view driver_version);
+
 // The PCIe generation a GPU of `architecture` has by default: 3 up to
 // Turing, 4 for Ampere and Ada, 5 from Hopper on (and for unknown ones).
 unsigned DefaultPcieGeneration(nvmlDeviceArchitecture_t architecture);

@@ -112,6 +112,12 @@ FAKE_NVML_EXPORT nvmlReturn_t
 nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int* width);
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(
     nvmlDevice_t device, unsigned long long* reasons);
+// Field values: the volatile ECC totals (NVML_FI_DEV_ECC_{SBE,DBE}_VOL_TOTAL)
+// and, on a driver of R565 or later, NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+// any other field gets NOT_SUPPORTED in its own return code. GPU handles
+// only.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(
+    nvmlDevice_t device, int values_count, nvmlFieldValue_t* values);
 
 // Events. nvmlEventSetWait (v1) writes only device, eventType and eventData
 // (the v1 nvmlEventData_t); nvmlEventSetWait_v2 writes the whole struct.
@@ -229,6 +235,7 @@ FAKE_NVML_SAME_TYPE(nvmlDeviceGetMaxPcieLinkGeneration);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetCurrPcieLinkWidth);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetMaxPcieLinkWidth);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetCurrentClocksThrottleReasons);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetFieldValues);
 #undef FAKE_NVML_SAME_TYPE
 
 #endif  // GDP_FAKE_NVML_NVML_EXPORTS_H_

@@ -94,14 +94,21 @@ class Session {
   void clear_nvlink_failures() { nvlink_failures_.clear(); }
 
   // GPU `gpu`'s health signals as they are now: the machine file's, as
-  // control commands (remap-pending, pcie, nvlink, reset, ...) changed
-  // them.
+  // control commands (remap-pending, pcie, nvlink, ecc, xid, reset, ...)
+  // changed them.
   struct Signals {
     std::optional<RemappedRows> remapped_rows;  // Ampere and later only
     bool retired_pages_pending = false;
     PcieLink pcie;
     unsigned long long throttle_reasons = 0;
     std::vector<bool> nvlink_active;  // one per link of the machine file
+    // nvmlDeviceGetFieldValues: the recovery action the driver asks for
+    // (visible only where the driver has the field, ReportsRecoveryAction)
+    // and the volatile ECC error counts since the GPU was last reset.
+    nvmlDeviceGpuRecoveryAction_t recovery_action =
+        NVML_GPU_RECOVERY_ACTION_NONE;
+    unsigned long long volatile_sbe = 0;
+    unsigned long long volatile_dbe = 0;
   };
   Signals& signals(unsigned gpu) { return signals_[gpu]; }
   const Signals& signals(unsigned gpu) const { return signals_[gpu]; }

@@ -276,6 +276,65 @@ typedef enum nvmlIntNvLinkDeviceType_enum {
 // Every reason this API defines.
 #define nvmlClocksThrottleReasonAll 0x00000000000001FFULL
 
+// Field values (nvmlDeviceGetFieldValues): the caller sets fieldId (and
+// scopeId where a field needs one) of each entry; NVML sets the rest, with
+// a return code per entry (value is undefined unless it is NVML_SUCCESS).
+typedef enum nvmlValueType_enum {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+  NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
+  NVML_VALUE_TYPE_COUNT
+} nvmlValueType_t;
+
+typedef union nvmlValue_st {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+} nvmlValue_t;
+
+typedef struct nvmlFieldValue_st {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;    // CPU time of the value, microseconds since 1970
+  long long latencyUsec;  // how long NVML took to update it
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn;
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+
+// Field IDs. Volatile ECC counts are the errors since the driver last
+// loaded (NVML: "reset each time the driver loads").
+#define NVML_FI_DEV_ECC_SBE_VOL_TOTAL 3  // single-bit (corrected)
+#define NVML_FI_DEV_ECC_DBE_VOL_TOTAL 4  // double-bit (uncorrectable)
+// What the driver says must be done to use the GPU again (R565 and later),
+// an nvmlDeviceGpuRecoveryAction_t.
+#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
+
+// NVML_FI_DEV_GET_GPU_RECOVERY_ACTION values. NONE: usable again by
+// starting a new process; GPU_RESET: reset the GPU (nvidia-smi -r);
+// NODE_REBOOT: reboot the node; DRAIN_P2P: quiesce peer-to-peer traffic,
+// then ask again (another action follows); DRAIN_AND_RESET: both. Later
+// drivers added RECOVER_IMEX_DOMAIN, and (R615) BUS_RESET (reset the GPU's
+// PCIe bus) and SYSTEM_REBOOT.
+typedef enum nvmlDeviceGpuRecoveryAction_s {
+  NVML_GPU_RECOVERY_ACTION_NONE = 0,
+  NVML_GPU_RECOVERY_ACTION_GPU_RESET = 1,
+  NVML_GPU_RECOVERY_ACTION_NODE_REBOOT = 2,
+  NVML_GPU_RECOVERY_ACTION_DRAIN_P2P = 3,
+  NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET = 4,
+  NVML_GPU_RECOVERY_ACTION_RECOVER_IMEX_DOMAIN = 5,
+  NVML_GPU_RECOVERY_ACTION_BUS_RESET = 6,
+  NVML_GPU_RECOVERY_ACTION_SYSTEM_REBOOT = 7
+} nvmlDeviceGpuRecoveryAction_t;
+
 // Event types (bit mask).
 #define nvmlEventTypeSingleBitEccError 0x0000000000000001LL
 #define nvmlEventTypeDoubleBitEccError 0x0000000000000002LL
@@ -360,6 +419,12 @@ typedef nvmlReturn_t (*Fn_nvmlDeviceGetMaxPcieLinkWidth)(nvmlDevice_t device,
                                                          unsigned int* width);
 typedef nvmlReturn_t (*Fn_nvmlDeviceGetCurrentClocksThrottleReasons)(
     nvmlDevice_t device, unsigned long long* reasons);
+// Values of several fields at once: SUCCESS when any entry was filled (each
+// has its own return code), INVALID_ARGUMENT for a bad device or null
+// `values`. Optional in the client.
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetFieldValues)(nvmlDevice_t device,
+                                                    int values_count,
+                                                    nvmlFieldValue_t* values);
 typedef nvmlReturn_t (*Fn_nvmlEventSetCreate)(nvmlEventSet_t* set);
 typedef nvmlReturn_t (*Fn_nvmlDeviceRegisterEvents)(
     nvmlDevice_t device, unsigned long long event_types, nvmlEventSet_t set);
