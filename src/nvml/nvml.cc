@@ -383,6 +383,58 @@ absl::StatusOr<unsigned long long> Nvml::ThrottleReasons(
   return reasons;
 }
 
+namespace {
+
+// A field's value as an unsigned integer; nullopt for a negative or
+// fractional one, or a type this code does not know.
+std::optional<unsigned long long> UnsignedValue(const nvmlFieldValue_t& v) {
+  switch (v.valueType) {
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+      return v.value.uiVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+      return v.value.ulVal;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+      return v.value.ullVal;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+      return v.value.usVal;
+    case NVML_VALUE_TYPE_SIGNED_INT:
+      if (v.value.siVal >= 0) return v.value.siVal;
+      return std::nullopt;
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+      if (v.value.sllVal >= 0) return v.value.sllVal;
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<NvmlResetMarkers> Nvml::ResetMarkers(nvmlDevice_t device) const {
+  nvmlFieldValue_t values[3] = {};
+  values[0].fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
+  values[1].fieldId = NVML_FI_DEV_ECC_SBE_VOL_TOTAL;
+  values[2].fieldId = NVML_FI_DEV_ECC_DBE_VOL_TOTAL;
+  absl::Status s = CallOptional(fns_->nvmlDeviceGetFieldValues,
+                                "nvmlDeviceGetFieldValues", device, 3, values);
+  if (!s.ok()) return s;
+  std::optional<unsigned long long> read[3];
+  for (int i = 0; i < 3; ++i) {
+    if (values[i].nvmlReturn == NVML_ERROR_GPU_IS_LOST) {
+      return Check(NVML_ERROR_GPU_IS_LOST, "nvmlDeviceGetFieldValues");
+    }
+    if (values[i].nvmlReturn == NVML_SUCCESS)
+      read[i] = UnsignedValue(values[i]);
+  }
+  NvmlResetMarkers m;
+  if (read[0].has_value() && *read[0] <= 0xFFFFFFFFu) {
+    m.recovery_action = static_cast<unsigned>(*read[0]);
+  }
+  m.volatile_sbe = read[1];
+  m.volatile_dbe = read[2];
+  return m;
+}
+
 absl::StatusOr<unsigned long long> Nvml::SupportedEventTypes(
     nvmlDevice_t device) const {
   unsigned long long types = 0;

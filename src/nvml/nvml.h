@@ -4,6 +4,7 @@
 #define GDP_NVML_NVML_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -91,6 +92,18 @@ struct NvmlRemappedRows {
   bool pending = false;
   bool failure = false;
   bool operator==(const NvmlRemappedRows&) const = default;
+};
+
+// What NVML says of a GPU that a reset changes (nvmlDeviceGetFieldValues):
+// the recovery action the driver asks for (NVML_GPU_RECOVERY_ACTION_*,
+// R565 and later; NONE once the GPU is usable again) and the volatile ECC
+// error counts (errors since the driver last loaded the GPU). Each is
+// nullopt when the driver or the GPU cannot say.
+struct NvmlResetMarkers {
+  std::optional<unsigned> recovery_action;
+  std::optional<unsigned long long> volatile_sbe;  // corrected (single-bit)
+  std::optional<unsigned long long> volatile_dbe;  // uncorrectable
+  bool operator==(const NvmlResetMarkers&) const = default;
 };
 
 // A GPU's PCIe link: current and maximum generation and width (lanes).
@@ -181,6 +194,12 @@ class Nvml {
   absl::StatusOr<NvmlPcieLink> PcieLink(nvmlDevice_t device) const;
   // A mask of nvmlClocksThrottleReason* bits.
   absl::StatusOr<unsigned long long> ThrottleReasons(nvmlDevice_t device) const;
+  // The recovery action and volatile ECC counts, in one
+  // nvmlDeviceGetFieldValues call. A field the driver or GPU cannot give
+  // (its own return code, e.g. NOT_SUPPORTED) is nullopt; the call fails
+  // as a whole when NVML does, or with NVML_ERROR_GPU_IS_LOST when any
+  // field says the GPU is lost.
+  absl::StatusOr<NvmlResetMarkers> ResetMarkers(nvmlDevice_t device) const;
 
   // Events (health monitoring).
 

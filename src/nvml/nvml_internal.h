@@ -77,15 +77,17 @@ inline constexpr char kNvmlPayloadUrl[] = "gpu-device-plugin/nvml-return";
 
 // Health signals beyond events (health/signals.h): optional; without one
 // its signal is reported Unimplemented. nvmlDeviceGetRemappedRows came
-// with R450; the others are far older.
-#define GDP_NVML_HEALTH_SYMBOLS(X)          \
-  X(nvmlDeviceGetRemappedRows)              \
-  X(nvmlDeviceGetRetiredPagesPendingStatus) \
-  X(nvmlDeviceGetCurrPcieLinkGeneration)    \
-  X(nvmlDeviceGetMaxPcieLinkGeneration)     \
-  X(nvmlDeviceGetCurrPcieLinkWidth)         \
-  X(nvmlDeviceGetMaxPcieLinkWidth)          \
-  X(nvmlDeviceGetCurrentClocksThrottleReasons)
+// with R450; the others are far older (nvmlDeviceGetFieldValues too, though
+// the recovery action field it reads came with R565).
+#define GDP_NVML_HEALTH_SYMBOLS(X)             \
+  X(nvmlDeviceGetRemappedRows)                 \
+  X(nvmlDeviceGetRetiredPagesPendingStatus)    \
+  X(nvmlDeviceGetCurrPcieLinkGeneration)       \
+  X(nvmlDeviceGetMaxPcieLinkGeneration)        \
+  X(nvmlDeviceGetCurrPcieLinkWidth)            \
+  X(nvmlDeviceGetMaxPcieLinkWidth)             \
+  X(nvmlDeviceGetCurrentClocksThrottleReasons) \
+  X(nvmlDeviceGetFieldValues)
 
 struct NvmlSymbols {
 #define GDP_NVML_FIELD(name) Fn_##name name = nullptr;

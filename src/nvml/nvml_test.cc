@@ -228,6 +228,21 @@ TEST_F(NvmlTest, HealthSignals) {
   EXPECT_EQ(link->gen, link->max_gen);
   EXPECT_EQ(link->width, 16u);
   EXPECT_EQ(*(*nvml)->ThrottleReasons(gpu), 0u);
+  // R550: no recovery action field; the volatile ECC counts are there.
+  absl::StatusOr<NvmlResetMarkers> markers = (*nvml)->ResetMarkers(gpu);
+  ASSERT_TRUE(markers.ok()) << markers.status();
+  EXPECT_EQ(*markers, (NvmlResetMarkers{std::nullopt, 0, 0}));
+  nvmlDevice_t gpu1 = *(*nvml)->DeviceByIndex(1);
+  Inject("ecc 0 double");
+  Inject("lose 1");
+  const absl::Time limit = absl::Now() + absl::Seconds(5);
+  while (absl::Now() < limit &&
+         (*nvml)->ResetMarkers(gpu)->volatile_dbe != 1u) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ((*nvml)->ResetMarkers(gpu)->volatile_dbe, 1u);
+  EXPECT_EQ(NvmlCode((*nvml)->ResetMarkers(gpu1).status()),
+            NVML_ERROR_GPU_IS_LOST);
 }
 
 TEST_F(NvmlTest, DriverWithoutRemappedRowsReadsTheOtherSignals) {
