@@ -6,6 +6,7 @@
 #define GDP_HEALTH_HEALTH_STATE_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct SavedUnit {
 struct SavedGpu {
   unsigned index = 0;            // NVML index when saved (for messages)
   std::vector<SavedUnit> units;  // ordered by (gi, ci)
+  // While a unit needs a reset: what NVML said last of the GPU that a reset
+  // changes (HealthTracker::OnResetMarkers), for a restarted plugin to see
+  // whether the GPU was reset meanwhile; nullopt when not read yet.
+  std::optional<NvmlResetMarkers> reset_markers = std::nullopt;
   bool operator==(const SavedGpu&) const = default;
 };
 

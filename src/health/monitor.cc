@@ -202,6 +202,45 @@ void HealthMonitor::Handle(const NvmlEvent& event) {
   tracker_.OnEvent(it->ref, e, now);
 }
 
+bool HealthMonitor::NeedsResetEvent(const NvmlEvent& event) const {
+  if (event.type == nvmlEventTypeXidCriticalError) {
+    return event.data != kXidFallenOffTheBus &&
+           tracker_.policy().Decide(event.data).cls == XidClass::kNeedsReset;
+  }
+  return event.type == nvmlEventTypeDoubleBitEccError &&
+         tracker_.policy().DecideEcc(true).cls == XidClass::kNeedsReset;
+}
+
+void HealthMonitor::HandleEvents(const std::vector<NvmlEvent>& events) {
+  std::vector<nvmlDevice_t> handles;
+  for (const NvmlEvent& event : events) {
+    if (event.device != nullptr && NeedsResetEvent(event) &&
+        std::find(handles.begin(), handles.end(), event.device) ==
+            handles.end()) {
+      handles.push_back(event.device);
+    }
+  }
+  absl::StatusOr<std::vector<std::optional<NvmlResetMarkers>>> reads;
+  if (!handles.empty()) {
+    // A hang here costs one deadline; the next sweep finds the GPU.
+    reads = runner_.Call<std::vector<std::optional<NvmlResetMarkers>>>(
+        [&nvml = nvml_, handles] { return ReadResetMarkers(nvml, handles); });
+    if (stopping()) return;
+  }
+  for (const NvmlEvent& event : events) Handle(event);
+  if (!reads.ok()) return;
+  const absl::Time now = options_.clock();
+  for (size_t i = 0; i < handles.size() && i < reads->size(); ++i) {
+    if (!(*reads)[i].has_value()) continue;
+    auto it = std::find_if(gpus_.begin(), gpus_.end(), [&](const Watched& w) {
+      return w.handle == handles[i];
+    });
+    if (it == gpus_.end()) continue;
+    tracker_.OnResetMarkers(it->ref, *(*reads)[i], now);
+    it->reset_markers = (*reads)[i];
+  }
+}
+
 void HealthMonitor::Step(absl::Duration max_wait) {
   const absl::Time deadline = absl::Now() + max_wait;
   if (stopping()) return;
@@ -269,7 +308,8 @@ void HealthMonitor::Step(absl::Duration max_wait) {
     if (!answer->events.empty()) {
       remade_after_lost_ = false;
       tracker_.OnNvmlWorks(options_.clock());
-      for (const NvmlEvent& event : answer->events) Handle(event);
+      HandleEvents(answer->events);
+      if (stopping()) return;
       if (answer->more || NvmlCode(answer->status) == NVML_ERROR_TIMEOUT) {
         return;
       }

@@ -73,6 +73,9 @@ struct WatchedGpu {
   // first and looks the GPU up by UUID only when it does not answer (NVML
   // keeps a device's handle until shutdown; a lost GPU's fails).
   nvmlDevice_t handle = nullptr;
+  // A sweep also reads what a reset changes (Nvml::ResetMarkers): while a
+  // unit of the GPU needs a reset (HealthTracker::AwaitsReset).
+  bool read_reset_markers = false;
 };
 
 // The GPUs of a discovery, with their MIG devices.
@@ -82,6 +85,12 @@ struct SweepAnswer;  // health/monitor_jobs.h
 struct QuietRounds;  // health/monitor_jobs.h
 
 // One thread runs Step/Run; Watch and Stop may be called from any thread.
+//
+// A GPU that needs a reset is healthy again when NVML shows it was reset:
+// it was lost (or XID 79 said it fell off the bus) and answers again, a
+// pending row remapping or page retirement is no longer pending, or its
+// reset markers (recovery action, volatile ECC counts) read after an event
+// and at every sweep show a reset (HealthTracker::OnResetMarkers).
 //
 // Every NVML call runs on the monitor's NvmlRunner, under the Nvml's call
 // deadline (nvml/deadline.h): a call about a GPU that does not return in
@@ -156,6 +165,9 @@ class HealthMonitor {
     std::vector<bool> nvlinks_down;          // went inactive while watched
     std::vector<std::string> signal_errors;  // logged once each
     std::optional<GpuSignals> signals;       // the last read acted on
+    // The last read of its reset markers acted on (read while it needs a
+    // reset).
+    std::optional<NvmlResetMarkers> reset_markers;
   };
 
   // Makes the event set and registers every GPU. False if NVML failed.
@@ -196,6 +208,14 @@ class HealthMonitor {
   // Frees the event set; a new one is made after retry_interval.
   void DropEventSet();
   void Handle(const NvmlEvent& event);
+  // Reads the reset markers of the GPUs that `events` make need a reset
+  // (before the tracker hears of them, so that the first read is of the
+  // GPU as the failure left it), then hands the events to the tracker,
+  // then the reads.
+  void HandleEvents(const std::vector<NvmlEvent>& events);
+  // Whether `event` makes its GPU need a reset (XID 79 excepted: that GPU
+  // is lost, and answering again is its reset).
+  bool NeedsResetEvent(const NvmlEvent& event) const;
   // Waits on the stop flag up to `d` of real time.
   void Sleep(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
   bool stopping() const { return stop_.load(); }

@@ -29,19 +29,32 @@ std::vector<SweepAnswer> SweepAll(const Nvml& nvml,
         g.handle != nullptr && nvml.MemoryTotal(g.handle).ok();
     SweepAnswer a{answered ? ProbeOutcome{} : Probe(nvml, ProbeTarget{g.ref}),
                   {},
+                  std::nullopt,
                   std::nullopt};
     if (a.gpu.result == ProbeResult::kPass && !g.migs.empty()) {
       a.migs = ProbeMigDevices(nvml, g.ref, g.migs);
     }
-    if (a.gpu.result == ProbeResult::kPass && g.read_signals) {
+    if (a.gpu.result == ProbeResult::kPass &&
+        (g.read_signals || g.read_reset_markers)) {
       absl::StatusOr<nvmlDevice_t> handle =
           answered ? absl::StatusOr<nvmlDevice_t>(g.handle)
                    : nvml.DeviceByUuid(g.ref.uuid);
-      if (handle.ok()) {
+      if (!handle.ok()) {
+        if (IsNvmlHang(handle.status())) a.gpu = OutcomeOf(handle.status());
+        out.push_back(std::move(a));
+        continue;
+      }
+      if (g.read_signals) {
         a.signals = ReadSignals(nvml, *handle);
         if (!a.signals->hang.ok()) a.gpu = OutcomeOf(a.signals->hang);
-      } else if (IsNvmlHang(handle.status())) {
-        a.gpu = OutcomeOf(handle.status());
+      }
+      if (g.read_reset_markers && a.gpu.result == ProbeResult::kPass) {
+        absl::StatusOr<NvmlResetMarkers> m = nvml.ResetMarkers(*handle);
+        if (m.ok()) {
+          a.reset_markers = *m;
+        } else if (IsNvmlHang(m.status())) {
+          a.gpu = OutcomeOf(m.status());
+        }
       }
     }
     out.push_back(std::move(a));
@@ -49,8 +62,10 @@ std::vector<SweepAnswer> SweepAll(const Nvml& nvml,
   return out;
 }
 
-bool QuietSweep(const std::vector<SweepAnswer>& answers,
-                const std::vector<std::optional<GpuSignals>>& last) {
+bool QuietSweep(
+    const std::vector<SweepAnswer>& answers,
+    const std::vector<std::optional<GpuSignals>>& last,
+    const std::vector<std::optional<NvmlResetMarkers>>& last_markers) {
   for (size_t i = 0; i < answers.size(); ++i) {
     const SweepAnswer& a = answers[i];
     if (a.gpu.result != ProbeResult::kPass) return false;
@@ -61,8 +76,22 @@ bool QuietSweep(const std::vector<SweepAnswer>& answers,
                                   !SameSignals(*a.signals, *last[i]))) {
       return false;
     }
+    if (a.reset_markers.has_value() &&
+        (i >= last_markers.size() || last_markers[i] != a.reset_markers)) {
+      return false;
+    }
   }
   return true;
+}
+
+std::vector<std::optional<NvmlResetMarkers>> ReadResetMarkers(
+    const Nvml& nvml, const std::vector<nvmlDevice_t>& gpus) {
+  std::vector<std::optional<NvmlResetMarkers>> out;
+  for (nvmlDevice_t gpu : gpus) {
+    absl::StatusOr<NvmlResetMarkers> m = nvml.ResetMarkers(gpu);
+    out.push_back(m.ok() ? std::optional<NvmlResetMarkers>(*m) : std::nullopt);
+  }
+  return out;
 }
 
 WaitAnswer WaitOn(NvmlEventSet& set, absl::Duration wait, const Nvml& nvml,
@@ -86,7 +115,8 @@ WaitAnswer WaitOn(NvmlEventSet& set, absl::Duration wait, const Nvml& nvml,
     }
     a.sweep = SweepAll(nvml, sweep);
     const absl::Time now = absl::Now();
-    if (!quiet.on || !QuietSweep(*a.sweep, quiet.last_signals) ||
+    if (!quiet.on ||
+        !QuietSweep(*a.sweep, quiet.last_signals, quiet.last_reset_markers) ||
         quiet.interrupts->load() != quiet.interrupts_seen) {
       return a;
     }

@@ -34,24 +34,35 @@ Registration RegisterOn(const Nvml& nvml, NvmlEventSet& set,
 
 // What a sweep found for one GPU: its probe, and for one that answers, the
 // probes of its MIG devices (ProbeMigDevices, in the order of its migs)
-// and, when its WatchedGpu asked (read_signals), its health signals.
+// and, when its WatchedGpu asked (read_signals, read_reset_markers), its
+// health signals and its reset markers (nullopt also when that read
+// failed).
 struct SweepAnswer {
   ProbeOutcome gpu;
   std::vector<ProbeOutcome> migs;
   std::optional<GpuSignals> signals;
+  std::optional<NvmlResetMarkers> reset_markers;
 };
 
-// Probes every GPU of `gpus`, in order, and reads the signals of those that
-// answer and ask for them (ReadSignals; a signal read that hung makes the
-// GPU's probe that hang).
+// Probes every GPU of `gpus`, in order, and reads the signals and reset
+// markers of those that answer and ask for them (ReadSignals,
+// Nvml::ResetMarkers; a read that hung makes the GPU's probe that hang).
 std::vector<SweepAnswer> SweepAll(const Nvml& nvml,
                                   const std::vector<WatchedGpu>& gpus);
 
 // Whether a sweep found nothing the monitor would act on: every GPU and
-// MIG device answered, and every signal read is the same as the one the
-// monitor last acted on (`last`, by GPU, nullopt: none yet; SameSignals).
-bool QuietSweep(const std::vector<SweepAnswer>& answers,
-                const std::vector<std::optional<GpuSignals>>& last);
+// MIG device answered, and every signal read and reset marker read is the
+// same as the one the monitor last acted on (`last`, `last_markers`, by
+// GPU, nullopt: none yet; SameSignals).
+bool QuietSweep(
+    const std::vector<SweepAnswer>& answers,
+    const std::vector<std::optional<GpuSignals>>& last,
+    const std::vector<std::optional<NvmlResetMarkers>>& last_markers = {});
+
+// Reads the reset markers of each of `gpus` (nullopt where the read
+// failed): a job of its own, for the GPUs an event made need a reset.
+std::vector<std::optional<NvmlResetMarkers>> ReadResetMarkers(
+    const Nvml& nvml, const std::vector<nvmlDevice_t>& gpus);
 
 // Lets a wait job go on after a quiet sweep (QuietSweep) instead of
 // returning: it waits a sweep interval again and sweeps again, on its own
@@ -65,8 +76,10 @@ struct QuietRounds {
   // When the GPUs' signals are next due, and then how often.
   absl::Time signals_due = absl::InfiniteFuture();
   absl::Duration signals_interval;
-  // The signals the monitor last acted on, by sweep target.
+  // The signals and reset markers the monitor last acted on, by sweep
+  // target.
   std::vector<std::optional<GpuSignals>> last_signals;
+  std::vector<std::optional<NvmlResetMarkers>> last_reset_markers;
   // The job ends its rounds once this differs from `interrupts_seen`
   // (bumped by HealthMonitor::Watch and Stop).
   std::shared_ptr<const std::atomic<uint64_t>> interrupts;

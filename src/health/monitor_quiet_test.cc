@@ -136,11 +136,11 @@ TEST_F(MonitorQuietTest, AnXidEndsTheQuietRoundsAtOnce) {
   Start("dgx-a100");
   ASSERT_TRUE(BecomesQuiet());
   const absl::Time start = absl::Now();
-  Inject("xid 4 79");
+  Inject("xid 4 46");
   ASSERT_TRUE(WaitFor([&] { return !Healthy(Gpu(4)); }));
   // Well before a sweep would have been due to find it.
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(500));
-  EXPECT_THAT(tracker_->HealthOf(Gpu(4)).reason, HasSubstr("XID 79"));
+  EXPECT_THAT(tracker_->HealthOf(Gpu(4)).reason, HasSubstr("XID 46"));
   EXPECT_TRUE(Healthy(Gpu(3)));
 }
 
@@ -172,7 +172,7 @@ TEST_F(MonitorQuietTest, ALostGpuIsFoundAndTheOthersStayWatched) {
   // The event set is then made anew without GPU 2 (an XID in between
   // reaches only the old set, as NVML queues events per set).
   absl::SleepFor(5 * kSweep);
-  Inject("xid 6 79");
+  Inject("xid 6 46");
   ASSERT_TRUE(WaitFor([&] { return !Healthy(Gpu(6)); }));
   EXPECT_TRUE(Healthy(Gpu(1)));
 }
@@ -183,7 +183,7 @@ TEST_F(MonitorQuietTest, WatchEndsTheQuietRounds) {
   monitor_->Watch({Watched(1)});
   // Registered within a round or two: its XID is then seen.
   absl::SleepFor(4 * kSweep);
-  Inject("xid 1 79");
+  Inject("xid 1 46");
   EXPECT_TRUE(WaitFor([&] { return !Healthy(Gpu(1)); }));
 }
 
@@ -241,6 +241,21 @@ TEST(QuietSweepTest, Table) {
   EXPECT_FALSE(QuietSweep({answer(ProbeResult::kPass, {}, plain)}, {}));
   EXPECT_FALSE(
       QuietSweep({answer(ProbeResult::kPass, {}, plain)}, {std::nullopt}));
+}
+
+// A GPU that needs a reset has its reset markers read in every sweep: the
+// same read as the one acted on is quiet, another (or a first) is news.
+TEST(QuietSweepTest, ResetMarkers) {
+  const NvmlResetMarkers asks{NVML_GPU_RECOVERY_ACTION_GPU_RESET, 0, 1};
+  SweepAnswer read;
+  read.reset_markers = asks;
+  EXPECT_TRUE(QuietSweep({read}, {std::nullopt}, {asks}));
+  EXPECT_FALSE(QuietSweep({read}, {std::nullopt}, {std::nullopt}));
+  EXPECT_FALSE(QuietSweep({read}, {std::nullopt}, {}));
+  EXPECT_FALSE(QuietSweep({read}, {std::nullopt},
+                          {NvmlResetMarkers{asks.recovery_action, 0, 2}}));
+  read.reset_markers.reset();  // not read (or the read failed)
+  EXPECT_TRUE(QuietSweep({read}, {std::nullopt}, {asks}));
 }
 
 }  // namespace

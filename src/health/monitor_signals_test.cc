@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -31,10 +33,13 @@ class MonitorSignalsTest : public ::testing::Test {
     nvml_.reset();
   }
 
-  // Opens NVML on shipped machine `name` and watches every GPU; signals
-  // are read at every sweep (each step advances the clock past it).
+  // Opens NVML on shipped machine `name` (or the machine file at path
+  // `name`) and watches every GPU; signals are read at every sweep (each
+  // step advances the clock past it).
   void Start(const std::string& name, bool nvlink_down_unhealthy = false) {
-    fake_.UseMachine(std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml");
+    fake_.UseMachine(name[0] == '/' ? name
+                                    : std::string(GDP_MACHINES_DIR) + "/" +
+                                          name + ".yaml");
     auto nvml = Nvml::Open(fake_.root());
     ASSERT_TRUE(nvml.ok()) << nvml.status();
     nvml_ = *std::move(nvml);
@@ -154,6 +159,36 @@ TEST_F(MonitorSignalsTest, RetiredPagesPendingNeedAReset) {
   EXPECT_THAT(Reason(6), HasSubstr("retired pages pending"));
   Inject("reset 6");
   ASSERT_TRUE(SweepUntil([&] { return Healthy(6); }));
+}
+
+// A GPU that needs a reset after an XID or an uncorrectable ECC error is
+// healthy again once NVML shows it was reset (nvidia-smi -r), though never
+// lost: its recovery action back at NONE (R565 and later), or a volatile
+// ECC count down. A GPU that still asks for a reset stays unhealthy.
+TEST_F(MonitorSignalsTest, AResetIsSeenInWhatNvmlSaysOfTheGpu) {
+  std::ifstream in(std::string(GDP_MACHINES_DIR) + "/dgx-a100.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  const std::string old_driver = "\"550.54.15\"";
+  ASSERT_NE(text.find(old_driver), std::string::npos);
+  text.replace(text.find(old_driver), old_driver.size(), "\"570.124.06\"");
+  const std::string machine = (fake_.dir() / "dgx-a100-r570.yaml").string();
+  std::ofstream(machine) << text;
+  Start(machine);
+  Inject("xid 2 46");
+  Inject("xid 3 62");
+  Inject("ecc 4 double");
+  ASSERT_TRUE(
+      SweepUntil([&] { return !Healthy(2) && !Healthy(3) && !Healthy(4); }));
+  Sweeps(2);  // what NVML says is read, and kept
+  EXPECT_FALSE(Healthy(2));
+  EXPECT_FALSE(Healthy(4));
+  Inject("reset 2");
+  Inject("reset 4");
+  ASSERT_TRUE(SweepUntil([&] { return Healthy(2) && Healthy(4); }));
+  Sweeps(3);
+  EXPECT_FALSE(Healthy(3));
+  EXPECT_THAT(Reason(3), HasSubstr("XID 62"));
 }
 
 TEST_F(MonitorSignalsTest, PcieAndThrottleAreMetricsOnly) {

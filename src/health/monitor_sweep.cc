@@ -31,7 +31,8 @@ std::vector<WatchedGpu> HealthMonitor::SweepTargets() const {
   const bool signals = options_.clock() >= next_signals_;
   std::vector<WatchedGpu> targets;
   for (const Watched& gpu : gpus_) {
-    targets.push_back({gpu.ref, gpu.migs, signals, gpu.handle});
+    targets.push_back({gpu.ref, gpu.migs, signals, gpu.handle,
+                       tracker_.AwaitsReset(gpu.ref.uuid)});
   }
   return targets;
 }
@@ -55,6 +56,10 @@ void HealthMonitor::ApplySweep(const std::vector<SweepAnswer>& answers) {
             topology_changed = true;
           }
           gpu.signals = *answers[i].signals;
+        }
+        if (const auto& m = answers[i].reset_markers; m.has_value()) {
+          tracker_.OnResetMarkers(gpu.ref, *m, now);
+          gpu.reset_markers = *m;
         }
         if (!gpu.registered) {
           Register(gpu);
@@ -153,6 +158,7 @@ QuietRounds HealthMonitor::QuietPlan(uint64_t interrupts_seen,
   for (const Watched& gpu : gpus_) {
     if (!gpu.registered || !gpu.last_error.empty()) return q;
     q.last_signals.push_back(gpu.signals);
+    q.last_reset_markers.push_back(gpu.reset_markers);
   }
   q.on = true;
   // The tracker's clock is the real one here.

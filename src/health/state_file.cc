@@ -70,6 +70,14 @@ ojson UnitJson(const SavedUnit& u) {
   return j;
 }
 
+ojson MarkersJson(const NvmlResetMarkers& m) {
+  ojson j = ojson::object();
+  if (m.recovery_action.has_value()) j["recoveryAction"] = *m.recovery_action;
+  if (m.volatile_sbe.has_value()) j["volatileEccSbe"] = *m.volatile_sbe;
+  if (m.volatile_dbe.has_value()) j["volatileEccDbe"] = *m.volatile_dbe;
+  return j;
+}
+
 // Reads the document, keeping the first problem found ("<place>: what").
 class Reader {
  public:
@@ -227,6 +235,20 @@ void ReadGpu(Reader& r, const json& j, const std::string& where,
   }
   SavedGpu gpu;
   gpu.index = static_cast<unsigned>(*index);
+  if (const json* m = r.Find(j, where, "resetMarkers", true)) {
+    const std::string mwhere = Reader::Join(where, "resetMarkers");
+    if (!m->is_object()) return r.Fail(mwhere, "must be an object");
+    NvmlResetMarkers markers;
+    if (auto a = r.Unsigned(*m, mwhere, "recoveryAction",
+                            std::numeric_limits<unsigned>::max(), true)) {
+      markers.recovery_action = static_cast<unsigned>(*a);
+    }
+    const uint64_t kMax = std::numeric_limits<uint64_t>::max();
+    markers.volatile_sbe = r.Unsigned(*m, mwhere, "volatileEccSbe", kMax, true);
+    markers.volatile_dbe = r.Unsigned(*m, mwhere, "volatileEccDbe", kMax, true);
+    if (!r.ok()) return;
+    gpu.reset_markers = markers;
+  }
   const std::string uwhere = Reader::Join(where, "units");
   if (!units->is_array()) return r.Fail(uwhere, "must be an array");
   for (size_t i = 0; i < units->size() && r.ok(); ++i) {
@@ -251,8 +273,12 @@ std::string SerializeHealthState(const HealthState& state) {
   for (const auto& [uuid, gpu] : state.gpus) {
     ojson units = ojson::array();
     for (const SavedUnit& u : gpu.units) units.push_back(UnitJson(u));
-    gpus.push_back(
-        {{"uuid", uuid}, {"index", gpu.index}, {"units", std::move(units)}});
+    ojson entry = {
+        {"uuid", uuid}, {"index", gpu.index}, {"units", std::move(units)}};
+    if (gpu.reset_markers.has_value()) {
+      entry["resetMarkers"] = MarkersJson(*gpu.reset_markers);
+    }
+    gpus.push_back(std::move(entry));
   }
   ojson doc = {{"kind", kKind},
                {"version", kHealthStateVersion},

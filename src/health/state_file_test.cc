@@ -96,6 +96,35 @@ TEST(StateFileTest, RoundTripKeepsEverything) {
   EXPECT_THAT(text, HasSubstr("\"since\": \"2023-11-14T22:13:20.123456789"));
 }
 
+// What NVML said of a GPU that needs a reset (recovery action, volatile ECC
+// counts) is kept beside its units; each part only when known. Files
+// without it (from before it was kept) still read.
+TEST(StateFileTest, ResetMarkersRoundTrip) {
+  HealthState s = Sample();
+  s.gpus["GPU-aaaa"].reset_markers =
+      NvmlResetMarkers{NVML_GPU_RECOVERY_ACTION_GPU_RESET, 4, 1};
+  s.gpus["GPU-bbbb"].reset_markers =
+      NvmlResetMarkers{std::nullopt, std::nullopt, 0};
+  const std::string text = SerializeHealthState(s);
+  EXPECT_THAT(text, HasSubstr("\"resetMarkers\": {\n        "
+                              "\"recoveryAction\": 1,\n        "
+                              "\"volatileEccSbe\": 4,\n        "
+                              "\"volatileEccDbe\": 1\n      }"));
+  absl::StatusOr<HealthState> back = ParseHealthState(text, kPath);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, s);
+  json doc = json::parse(text);
+  doc["gpus"][0]["resetMarkers"] = json::array();
+  absl::StatusOr<HealthState> bad = ParseHealthState(doc.dump(), kPath);
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("gpus[0].resetMarkers: must be an object"));
+  doc["gpus"][0]["resetMarkers"] = {{"recoveryAction", -1}};
+  bad = ParseHealthState(doc.dump(), kPath);
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("gpus[0].resetMarkers.recoveryAction: must be an "
+                        "unsigned integer"));
+}
+
 TEST(StateFileTest, EmptyStateRoundTrips) {
   HealthState s;
   s.boot_id = "b";

@@ -44,7 +44,77 @@ std::string Ordinal(size_t n) {
   return absl::StrCat(n, suffix);
 }
 
+// How logs name recovery action `a`.
+std::string ActionName(unsigned a) {
+  switch (a) {
+    case NVML_GPU_RECOVERY_ACTION_NONE:
+      return "none";
+    case NVML_GPU_RECOVERY_ACTION_GPU_RESET:
+      return "GPU reset";
+    case NVML_GPU_RECOVERY_ACTION_NODE_REBOOT:
+      return "node reboot";
+    case NVML_GPU_RECOVERY_ACTION_DRAIN_P2P:
+      return "drain P2P";
+    case NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET:
+      return "drain P2P and reset";
+    case NVML_GPU_RECOVERY_ACTION_RECOVER_IMEX_DOMAIN:
+      return "recover IMEX domain";
+    case NVML_GPU_RECOVERY_ACTION_BUS_RESET:
+      return "PCIe bus reset";
+    case NVML_GPU_RECOVERY_ACTION_SYSTEM_REBOOT:
+      return "system reboot";
+    default:
+      return absl::StrCat("action ", a);
+  }
+}
+
+// Whether recovery action `a` is done by a GPU reset or more.
+bool ResetCompletes(unsigned a) {
+  switch (a) {
+    case NVML_GPU_RECOVERY_ACTION_GPU_RESET:
+    case NVML_GPU_RECOVERY_ACTION_NODE_REBOOT:
+    case NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET:
+    case NVML_GPU_RECOVERY_ACTION_BUS_RESET:
+    case NVML_GPU_RECOVERY_ACTION_SYSTEM_REBOOT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string CountText(const std::optional<unsigned long long>& n) {
+  return n.has_value() ? absl::StrCat(*n) : "?";
+}
+
 }  // namespace
+
+std::string ResetEvidence(const NvmlResetMarkers& before,
+                          const NvmlResetMarkers& now) {
+  if (now.recovery_action.has_value() &&
+      *now.recovery_action != NVML_GPU_RECOVERY_ACTION_NONE) {
+    return "";
+  }
+  if (before.recovery_action.has_value() &&
+      ResetCompletes(*before.recovery_action) &&
+      now.recovery_action.has_value()) {
+    return absl::StrCat("NVML's GPU recovery action went from ",
+                        ActionName(*before.recovery_action), " to none");
+  }
+  auto dropped = [](const std::optional<unsigned long long>& a,
+                    const std::optional<unsigned long long>& b) {
+    return a.has_value() && b.has_value() && *b < *a;
+  };
+  if (dropped(before.volatile_sbe, now.volatile_sbe) ||
+      dropped(before.volatile_dbe, now.volatile_dbe)) {
+    return absl::StrCat("its volatile ECC error counts went down (corrected ",
+                        CountText(before.volatile_sbe), " to ",
+                        CountText(now.volatile_sbe), ", uncorrectable ",
+                        CountText(before.volatile_dbe), " to ",
+                        CountText(now.volatile_dbe),
+                        "): they restart when the driver loads the GPU anew");
+  }
+  return "";
+}
 
 std::vector<GpuRef> GpuRefs(const NodeGpus& node) {
   std::vector<GpuRef> refs;
@@ -194,14 +264,24 @@ void HealthTracker::OnEvent(const GpuRef& gpu, const HealthEvent& event,
   const HealthCause cause =
       xid ? HealthCause{HealthCause::Kind::kXid, event.xid}
           : HealthCause{HealthCause::Kind::kEcc, 0};
+  // XID 79 says the GPU fell off the bus: it is lost (as a sweep finds it),
+  // so that it answering NVML again, however soon, is its reset.
+  const bool off_the_bus =
+      xid && event.xid == kXidFallenOffTheBus && d.cls == XidClass::kNeedsReset;
   uint64_t before;
   {
     absl::MutexLock lock(&mu_);
     before = generation_;
-    Fail(gpu, GpuFor(gpu), Scope{event.gi, event.ci},
-         d.cls == XidClass::kNeedsReset ? State::kNeedsReset
-                                        : State::kRecoverable,
-         what, cause, now);
+    if (off_the_bus) {
+      Fail(gpu, GpuFor(gpu), Scope{kAll, kAll}, State::kLost,
+           absl::StrCat("GPU lost (", what, ": it fell off the bus)"),
+           HealthCause{HealthCause::Kind::kLost, 0}, now);
+    } else {
+      Fail(gpu, GpuFor(gpu), Scope{event.gi, event.ci},
+           d.cls == XidClass::kNeedsReset ? State::kNeedsReset
+                                          : State::kRecoverable,
+           what, cause, now);
+    }
   }
   NotifyIfChanged(before);
 }
@@ -256,6 +336,7 @@ void HealthTracker::ResetLocked(const GpuRef& gpu, Gpu& g,
       g.units.begin(), g.units.end(),
       [](const auto& entry) { return entry.second.state != State::kHealthy; });
   if (!any) return;
+  g.reset_base.reset();
   for (auto& [scope, u] : g.units) {
     if (u.state == State::kHealthy) continue;
     u.state = State::kHealthy;
@@ -334,6 +415,42 @@ void HealthTracker::OnReset(const GpuRef& gpu, const std::string& how,
     if (it == gpus_.end()) return;
     it->second.index = gpu.index;
     ResetLocked(gpu, it->second, how, now);
+  }
+  NotifyIfChanged(before);
+}
+
+bool HealthTracker::NeedsReset(const Gpu& g) {
+  return std::any_of(g.units.begin(), g.units.end(), [](const auto& entry) {
+    return entry.second.state == State::kNeedsReset;
+  });
+}
+
+bool HealthTracker::AwaitsReset(const std::string& uuid) const {
+  absl::MutexLock lock(&mu_);
+  const auto it = gpus_.find(uuid);
+  return it != gpus_.end() && NeedsReset(it->second);
+}
+
+void HealthTracker::OnResetMarkers(const GpuRef& gpu,
+                                   const NvmlResetMarkers& read,
+                                   absl::Time now) {
+  uint64_t before;
+  {
+    absl::MutexLock lock(&mu_);
+    before = generation_;
+    auto it = gpus_.find(gpu.uuid);
+    if (it == gpus_.end()) return;
+    Gpu& g = it->second;
+    g.index = gpu.index;
+    if (!NeedsReset(g) || g.reset_base == read) return;
+    const std::string how =
+        g.reset_base.has_value() ? ResetEvidence(*g.reset_base, read) : "";
+    if (how.empty()) {
+      g.reset_base = read;
+      Changed();  // Export keeps it
+    } else {
+      ResetLocked(gpu, g, how, now);
+    }
   }
   NotifyIfChanged(before);
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -77,6 +78,17 @@ struct ProbeTarget {
   unsigned ci = kNvmlAllInstances;
 };
 
+// How `now` shows that a GPU was reset since `before` (two reads of its
+// Nvml::ResetMarkers), or "" when it does not: NVML's recovery action went
+// from one that a reset (or more) completes (GPU_RESET, NODE_REBOOT,
+// DRAIN_AND_RESET, BUS_RESET, SYSTEM_REBOOT) to NONE, or a volatile ECC
+// count went down (they count from the driver's load of the GPU, and a
+// reset loads it anew). Never while NVML asks for an action (`now` has one
+// other than NONE); DRAIN_P2P or RECOVER_IMEX_DOMAIN going to NONE is no
+// reset, nor is anything NVML cannot say (nullopt on either side).
+std::string ResetEvidence(const NvmlResetMarkers& before,
+                          const NvmlResetMarkers& now);
+
 // A device's health as the tracker sees it.
 struct DeviceHealth {
   Health health = Health::kHealthy;
@@ -98,9 +110,10 @@ struct DeviceHealth {
 // States of a unit: healthy; recoverable (probed once its quiet period has
 // passed without a new critical event, healthy when the probe passes);
 // needs-reset (healthy only after a reset); lost (whole GPU only: NVML says
-// the GPU is lost; a reset when it answers again). A reset clears every
-// unit of the GPU; if the GPU failed more than once within the flap window
-// it is then held (recoverable) for its quiet period first.
+// the GPU is lost, or XID 79 says it fell off the bus; a reset when it
+// answers again). A reset clears every unit of the GPU; if the GPU failed
+// more than once within the flap window it is then held (recoverable) for
+// its quiet period first.
 class HealthTracker {
  public:
   explicit HealthTracker(XidPolicy policy, HealthTrackerOptions options = {});
@@ -119,7 +132,8 @@ class HealthTracker {
   // returns, the old callback is not running.
   void SetOnChange(std::function<void()> on_change) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Counts changes of any device's health or reason; starts at 0.
+  // Counts changes of any device's health or reason, and of what Export
+  // keeps; starts at 0.
   uint64_t generation() const ABSL_LOCKS_EXCLUDED(mu_);
 
   // An NVML health event about `gpu`, classed by the policy.
@@ -152,6 +166,20 @@ class HealthTracker {
   void OnNeedsReset(const GpuRef& gpu, const std::string& what,
                     const std::string& until, HealthCause cause, absl::Time now)
       ABSL_LOCKS_EXCLUDED(mu_);
+
+  // What NVML says of `gpu` now that a GPU reset changes (the recovery
+  // action and volatile ECC counts, Nvml::ResetMarkers), read by the
+  // monitor after an event that needs a reset and at every sweep while a
+  // unit of the GPU needs one. The first read after a unit came to need a
+  // reset is kept (and exported, so that a restarted plugin compares with
+  // it); a later read that shows a reset since (ResetEvidence) clears every
+  // unit of the GPU as OnReset does, else it is kept instead. Reads of a
+  // GPU none of whose units needs a reset are ignored.
+  void OnResetMarkers(const GpuRef& gpu, const NvmlResetMarkers& read,
+                      absl::Time now) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Whether a unit of GPU `uuid` needs a reset (OnResetMarkers wants reads).
+  bool AwaitsReset(const std::string& uuid) const ABSL_LOCKS_EXCLUDED(mu_);
 
   // `gpu` was reset by other means (e.g. discovery saw it vanish and come
   // back): every unit of it is cleared as described above.
@@ -233,7 +261,13 @@ class HealthTracker {
     unsigned index = 0;
     std::string hung;  // while an NVML call about it hangs: why
     std::map<Scope, Unit> units;
+    // While a unit needs a reset: the last read of its reset markers
+    // (OnResetMarkers), none before the first read after it came to.
+    std::optional<NvmlResetMarkers> reset_base;
   };
+
+  // Whether a unit of `g` needs a reset.
+  static bool NeedsReset(const Gpu& g);
 
   // Records a transition of `unit` to unhealthy at `now`; returns how many
   // failures it has had within the flap window, this one included.

@@ -83,7 +83,9 @@ HealthState HealthTracker::Export(absl::Time now) const {
       }
       saved.units.push_back(std::move(s));
     }
-    if (!saved.units.empty()) out.gpus.emplace(uuid, std::move(saved));
+    if (saved.units.empty()) continue;
+    if (NeedsReset(g)) saved.reset_markers = g.reset_base;
+    out.gpus.emplace(uuid, std::move(saved));
   }
   return out;
 }
@@ -146,6 +148,9 @@ size_t HealthTracker::Import(const HealthState& saved,
         g.units[Scope{s.gi, s.ci}] = std::move(u);
       }
       ++restored;
+      // The first read of NVML compares with what it said before.
+      g.reset_base.reset();
+      if (NeedsReset(g)) g.reset_base = found->second.reset_markers;
       const auto whole = g.units.find(Scope{kAll, kAll});
       if (whole != g.units.end() && whole->second.state == State::kLost) {
         // Discovery found it, so it answers NVML again: a reset.
@@ -178,6 +183,7 @@ void HealthTracker::OnCleared(const GpuRef& gpu, const std::string& how,
       gpus_.erase(it);
     } else {  // a hang is not saved state: it stays until the GPU answers
       it->second.units.clear();
+      it->second.reset_base.reset();
     }
     if (unhealthy) {
       LOG_INFO("{}: healthy again: {}", UnitLabel(gpu, kAll, kAll), how);

@@ -199,6 +199,48 @@ TEST(TrackerStateTest, AResetDropsTheUnhealthyState) {
   EXPECT_EQ(after->HealthOf(Whole(kGpu0)).health, Health::kHealthy);
 }
 
+// The state file keeps what NVML said of a GPU that needs a reset; the
+// restarted plugin's first read compares with it: reset meanwhile (the
+// recovery action is back at NONE, or an ECC count went down) is healthy,
+// still asking for a reset is not.
+TEST(TrackerStateTest, AResetWhileThePluginWasDownShowsInTheFirstRead) {
+  const NvmlResetMarkers asks{NVML_GPU_RECOVERY_ACTION_GPU_RESET, 0, 1};
+  std::unique_ptr<HealthTracker> t = Tracker();
+  t->OnEvent(kGpu0, Xid(46), t0);
+  t->OnEvent(kGpu1, Xid(48), t0);
+  t->OnResetMarkers(kGpu0, asks, t0);
+  t->OnResetMarkers(kGpu1, NvmlResetMarkers{std::nullopt, 0, 2}, t0);
+  HealthState saved = t->Export(t0);
+  EXPECT_EQ(saved.gpus[kGpu0.uuid].reset_markers, asks);
+
+  std::unique_ptr<HealthTracker> after =
+      Restarted(*t, t0, t0 + absl::Minutes(1));
+  EXPECT_TRUE(after->AwaitsReset(kGpu0.uuid));
+  after->OnResetMarkers(kGpu0, asks, t0 + absl::Minutes(1));
+  after->OnResetMarkers(kGpu1, NvmlResetMarkers{std::nullopt, 0, 2},
+                        t0 + absl::Minutes(1));
+  EXPECT_EQ(after->HealthOf(Whole(kGpu0)).health, Health::kUnhealthy);
+  EXPECT_EQ(after->HealthOf(Whole(kGpu1)).health, Health::kUnhealthy);
+
+  after = Restarted(*t, t0, t0 + absl::Minutes(1));
+  after->OnResetMarkers(kGpu0,
+                        NvmlResetMarkers{NVML_GPU_RECOVERY_ACTION_NONE, 0, 0},
+                        t0 + absl::Minutes(1));
+  after->OnResetMarkers(kGpu1, NvmlResetMarkers{std::nullopt, 0, 0},
+                        t0 + absl::Minutes(1));
+  EXPECT_EQ(after->HealthOf(Whole(kGpu0)).health, Health::kHealthy);
+  EXPECT_EQ(after->HealthOf(Whole(kGpu1)).health, Health::kHealthy);
+
+  // A file from before markers were kept: the first read is only kept.
+  saved.gpus[kGpu0.uuid].reset_markers.reset();
+  after = Tracker();
+  after->Import(saved, {kGpu0}, t0 + absl::Minutes(1));
+  after->OnResetMarkers(kGpu0,
+                        NvmlResetMarkers{NVML_GPU_RECOVERY_ACTION_NONE, 0, 0},
+                        t0 + absl::Minutes(1));
+  EXPECT_EQ(after->HealthOf(Whole(kGpu0)).health, Health::kUnhealthy);
+}
+
 TEST(TrackerStateTest, ALostGpuThatIsPresentAgainWasReset) {
   std::unique_ptr<HealthTracker> t = Tracker();
   t->OnGpuLost(kGpu0, "GPU is lost", t0);

@@ -162,11 +162,11 @@ TEST_F(TrackerTest, FailedProbeIsRetried) {
 }
 
 TEST_F(TrackerTest, NeedsResetWaitsForTheGpuToComeBack) {
-  tracker_->OnEvent(kGpu0, Xid(79), t0_);
+  tracker_->OnEvent(kGpu0, Xid(46), t0_);
   EXPECT_FALSE(Healthy(Whole(kGpu0)));
   EXPECT_THAT(Reason(Whole(kGpu0)),
-              HasSubstr("XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS, "
-                        "catalogue RESTART_BM => needs-reset); unhealthy "
+              HasSubstr("XID 46 (ROBUST_CHANNEL_GPU_TIMEOUT_ERROR, "
+                        "catalogue RESET_GPU => needs-reset); unhealthy "
                         "until the GPU is reset"));
   EXPECT_EQ(tracker_->NextProbe(), absl::InfiniteFuture());
   // Answering without having been lost is no reset.
@@ -180,6 +180,133 @@ TEST_F(TrackerTest, NeedsResetWaitsForTheGpuToComeBack) {
   tracker_->OnGpuAnswers(kGpu0, t0_ + absl::Hours(3));
   EXPECT_TRUE(Healthy(Whole(kGpu0)));
   EXPECT_EQ(changes_, 3);
+}
+
+// XID 79 says the GPU fell off the bus: it is lost, and answering NVML
+// again, however soon (a sweep may never have seen it lost), is its reset.
+TEST_F(TrackerTest, FallenOffTheBusIsLostUntilItAnswers) {
+  tracker_->OnEvent(kGpu0, Xid(79), t0_);
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_THAT(Reason(Whole(kGpu0)),
+              HasSubstr("GPU lost (XID 79 (ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_"
+                        "THE_BUS, catalogue RESTART_BM => needs-reset): it "
+                        "fell off the bus); unhealthy until it answers again"));
+  EXPECT_EQ(tracker_->HealthOf(Whole(kGpu0)).cause.kind,
+            HealthCause::Kind::kLost);
+  EXPECT_FALSE(tracker_->AwaitsReset(kGpu0.uuid));  // lost, not waiting
+  // A sweep that finds it lost changes nothing.
+  tracker_->OnGpuLost(kGpu0, "nvmlDeviceGetMemoryInfo: GPU is lost", t0_);
+  EXPECT_EQ(changes_, 1);
+  tracker_->OnGpuAnswers(kGpu0, t0_ + absl::Seconds(1));
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  // An instance named with it changes nothing: the whole GPU is lost.
+  tracker_->OnEvent(kGpu1, Xid(79, 9, 0), t0_);
+  EXPECT_FALSE(Healthy(Whole(kGpu1)));
+  EXPECT_FALSE(Healthy(Mig(kGpu1, 2, 0)));
+}
+
+// What NVML says of a GPU that a reset changes, read twice: whether the
+// second read shows a reset since the first.
+TEST(ResetEvidenceTest, Table) {
+  constexpr unsigned kNone = NVML_GPU_RECOVERY_ACTION_NONE;
+  constexpr unsigned kReset = NVML_GPU_RECOVERY_ACTION_GPU_RESET;
+  const std::optional<unsigned> no_field;
+  struct Case {
+    const char* name;
+    NvmlResetMarkers before, now;
+    const char* evidence;  // "" for none
+  } cases[] = {
+      {"reset_to_none",
+       {kReset, 0, 0},
+       {kNone, 0, 0},
+       "from GPU reset to none"},
+      {"still_reset", {kReset, 0, 1}, {kReset, 0, 1}, ""},
+      {"still_reset_counts_down", {kReset, 3, 1}, {kReset, 0, 0}, ""},
+      {"reboot_to_none",
+       {NVML_GPU_RECOVERY_ACTION_NODE_REBOOT, 0, 0},
+       {kNone, 0, 0},
+       "from node reboot to none"},
+      {"drain_and_reset_to_none",
+       {NVML_GPU_RECOVERY_ACTION_DRAIN_AND_RESET, 0, 0},
+       {kNone, 0, 0},
+       "from drain P2P and reset to none"},
+      {"bus_reset_to_none",
+       {NVML_GPU_RECOVERY_ACTION_BUS_RESET, 0, 0},
+       {kNone, 0, 0},
+       "from PCIe bus reset to none"},
+      {"drain_p2p_to_none",
+       {NVML_GPU_RECOVERY_ACTION_DRAIN_P2P, 0, 0},
+       {kNone, 0, 0},
+       ""},
+      {"imex_to_none",
+       {NVML_GPU_RECOVERY_ACTION_RECOVER_IMEX_DOMAIN, 0, 0},
+       {kNone, 0, 0},
+       ""},
+      {"unknown_action_to_none", {99, 0, 0}, {kNone, 0, 0}, ""},
+      {"reset_to_no_field", {kReset, 0, 0}, {no_field, 0, 0}, ""},
+      {"none_throughout", {kNone, 0, 0}, {kNone, 0, 0}, ""},
+      {"dbe_down", {kNone, 0, 2}, {kNone, 0, 0}, "uncorrectable 2 to 0"},
+      {"sbe_down_no_field",
+       {no_field, 7, 0},
+       {no_field, 1, 0},
+       "corrected 7 to 1"},
+      {"counts_up", {kNone, 1, 1}, {kNone, 5, 2}, ""},
+      {"count_unknown_now",
+       {kNone, 4, 4},
+       {kNone, std::nullopt, std::nullopt},
+       ""},
+  };
+  for (const Case& c : cases) {
+    const std::string got = ResetEvidence(c.before, c.now);
+    if (*c.evidence == '\0') {
+      EXPECT_EQ(got, "") << c.name;
+    } else {
+      EXPECT_THAT(got, HasSubstr(c.evidence)) << c.name;
+    }
+  }
+}
+
+// A GPU that needs a reset keeps the first read after its failure; a read
+// that shows a reset since makes it healthy.
+TEST_F(TrackerTest, ResetMarkersShowingAResetMakeTheGpuHealthy) {
+  const NvmlResetMarkers asks{NVML_GPU_RECOVERY_ACTION_GPU_RESET, 0, 0};
+  const NvmlResetMarkers done{NVML_GPU_RECOVERY_ACTION_NONE, 0, 0};
+  // Reads of a GPU that needs no reset are not kept: a reset before the
+  // failure is no reset after it.
+  tracker_->OnResetMarkers(kGpu0, asks, t0_);
+  tracker_->OnEvent(kGpu0, Xid(46), t0_);
+  EXPECT_TRUE(tracker_->AwaitsReset(kGpu0.uuid));
+  tracker_->OnResetMarkers(kGpu0, done, t0_);  // the first read: kept
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  tracker_->OnResetMarkers(kGpu0, asks, t0_);  // asked for later
+  EXPECT_EQ(changes_, 3);                      // kept for the state file
+  EXPECT_EQ(tracker_->Export(t0_).gpus.at(kGpu0.uuid).reset_markers, asks);
+  tracker_->OnResetMarkers(kGpu0, asks, t0_ + absl::Seconds(5));
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_EQ(changes_, 3);  // the same read changes nothing
+  tracker_->OnResetMarkers(kGpu0, done, t0_ + absl::Seconds(10));
+  EXPECT_TRUE(Healthy(Whole(kGpu0)));
+  EXPECT_FALSE(tracker_->AwaitsReset(kGpu0.uuid));
+  EXPECT_FALSE(tracker_->Export(t0_).gpus.at(kGpu0.uuid).reset_markers);
+  // A MIG instance that needs a reset: the GPU's reset clears it too.
+  tracker_->OnEvent(kGpu1, Xid(48, 9, 0), t0_);
+  tracker_->OnResetMarkers(kGpu1, NvmlResetMarkers{std::nullopt, 0, 1}, t0_);
+  tracker_->OnResetMarkers(kGpu1, NvmlResetMarkers{std::nullopt, 0, 0}, t0_);
+  EXPECT_TRUE(Healthy(Mig(kGpu1, 9, 0)));
+}
+
+TEST_F(TrackerTest, ResetMarkersOfAFlappingGpuHoldIt) {
+  tracker_->OnEvent(kGpu0, Xid(94), t0_);
+  tracker_->OnProbe({kGpu0}, ProbeResult::kPass, "", t0_ + absl::Minutes(1));
+  tracker_->OnEvent(kGpu0, Xid(46), t0_ + absl::Minutes(2));
+  tracker_->OnResetMarkers(kGpu0, NvmlResetMarkers{1, 0, 0}, t0_);
+  tracker_->OnResetMarkers(kGpu0, NvmlResetMarkers{0, 0, 0},
+                           t0_ + absl::Minutes(3));
+  EXPECT_FALSE(Healthy(Whole(kGpu0)));
+  EXPECT_THAT(Reason(Whole(kGpu0)),
+              HasSubstr("reset (NVML's GPU recovery action went from GPU "
+                        "reset to none) after its 2nd failure"));
+  EXPECT_EQ(tracker_->NextProbe(), t0_ + absl::Minutes(5));
 }
 
 TEST_F(TrackerTest, ExplicitResetClearsEveryUnitOfTheGpu) {

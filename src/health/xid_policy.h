@@ -47,6 +47,10 @@ absl::Span<const XidInfo> XidTable();
 // The row for `xid`, or nullptr for an XID the table does not know.
 const XidInfo* FindXid(uint64_t xid);
 
+// XID 79, "GPU has fallen off the bus": the GPU is lost until it is reset
+// (HealthTracker treats it as lost, not as needing a reset).
+inline constexpr uint64_t kXidFallenOffTheBus = 79;
+
 // The class of XIDs the table does not know.
 inline constexpr XidClass kUnknownXidClass = XidClass::kRecoverable;
 
