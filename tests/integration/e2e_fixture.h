@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -29,7 +30,9 @@ using testing::Subprocess;
 
 constexpr absl::Duration kTimeout = absl::Seconds(10);
 
+// A shipped machine file by name ("dgx-a100"), or a path ("/tmp/m.yaml").
 std::string Machine(const std::string& name) {
+  if (!name.empty() && name[0] == '/') return name;
   return std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml";
 }
 
@@ -133,6 +136,26 @@ class E2ETest : public ::testing::Test {
                  e.value("resource", "") == resource;
         },
         timeout);
+  }
+
+  // Shipped machine `name` with its driver version set to `version` (e.g.
+  // "570.124.06": NVML's GPU recovery action field needs R565 or later),
+  // written to the test directory; returns its path, for StartPlugin.
+  std::string MachineWithDriver(const std::string& name,
+                                const std::string& version) {
+    std::ifstream in(Machine(name));
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    const std::string key = "driver_version: \"";
+    const size_t at = text.find(key);
+    EXPECT_NE(at, std::string::npos) << name;
+    if (at != std::string::npos) {
+      const size_t end = text.find('"', at + key.size());
+      text.replace(at + key.size(), end - at - key.size(), version);
+    }
+    const fs::path path = dir_ / (name + "-" + version + ".yaml");
+    std::ofstream(path) << text;
+    return path.string();
   }
 
   // Where the plugin keeps its health state unless a test says otherwise.

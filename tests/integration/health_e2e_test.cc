@@ -133,15 +133,55 @@ TEST_F(HealthTest, LostGpuIsUnhealthyUntilRestored) {
   json lost = WaitHealthy(7);
   ASSERT_FALSE(lost.is_null()) << plugin_->Stderr();
   EXPECT_EQ(Unhealthy(lost), std::set<std::string>{ids_[6]});
-  // The list above may come from the XID 79 the fake NVML queues first:
-  // coming back counts as a reset only once the plugin has seen it lost.
+  // The list above comes from the XID 79 the fake NVML queues first (the
+  // GPU is lost from then on); wait until a sweep found it lost too.
   const absl::Time limit = absl::Now() + kTimeout;
-  while (plugin_->Stderr().find("GPU lost") == std::string::npos &&
+  while (plugin_->Stderr().find("GPU is lost") == std::string::npos &&
          absl::Now() < limit) {
     absl::SleepFor(absl::Milliseconds(10));
   }
   Control("restore 6");
   ASSERT_FALSE(WaitHealthy(8).is_null()) << plugin_->Stderr();
+}
+
+// A GPU that falls off the bus and is back before the next sweep was never
+// seen lost; its XID 79 says it fell off the bus, so it answering NVML again
+// is its reset.
+TEST_F(HealthTest, LoseAndRestoreBetweenSweepsIsAReset) {
+  Start();
+  Control("lose 2");
+  Control("restore 2");
+  json lost = WaitHealthy(7);
+  ASSERT_FALSE(lost.is_null()) << plugin_->Stderr();
+  EXPECT_EQ(Unhealthy(lost), std::set<std::string>{ids_[2]});
+  ASSERT_FALSE(WaitHealthy(8).is_null()) << plugin_->Stderr();
+}
+
+// `nvidia-smi -r` after an XID that needs a reset: the GPU is never lost,
+// but NVML's recovery action goes from GPU_RESET back to NONE (R565 and
+// later). A GPU that still asks for a reset stays unhealthy.
+TEST_F(HealthTest, ResetSeenInTheRecoveryActionMakesTheGpuHealthy) {
+  Start(Args(), MachineWithDriver("dgx-a100", "570.124.06"));
+  Control("xid 2 46");  // GPU timeout: catalogue RESET_GPU
+  Control("xid 3 62");  // PMU halt: likewise
+  ASSERT_FALSE(WaitHealthy(6).is_null()) << plugin_->Stderr();
+  Control("reset 2");
+  json back = WaitHealthy(7);
+  ASSERT_FALSE(back.is_null()) << plugin_->Stderr();
+  EXPECT_EQ(Unhealthy(back), std::set<std::string>{ids_[3]});
+  EXPECT_THAT(plugin_->Stderr(), HasSubstr("recovery action went from"));
+  EXPECT_TRUE(WaitHealthy(8, "nvidia.com/gpu", absl::Seconds(1)).is_null());
+}
+
+// Without the recovery action field (R550), an uncorrectable ECC error's
+// volatile count restarting at 0 shows the reset.
+TEST_F(HealthTest, ResetSeenInTheVolatileEccCountsMakesTheGpuHealthy) {
+  Start();
+  Control("ecc 4 double");
+  ASSERT_FALSE(WaitHealthy(7).is_null()) << plugin_->Stderr();
+  Control("reset 4");
+  ASSERT_FALSE(WaitHealthy(8).is_null()) << plugin_->Stderr();
+  EXPECT_THAT(plugin_->Stderr(), HasSubstr("volatile ECC error counts"));
 }
 
 // A 1.31+ kubelet (KEP-4680, ResourceHealthStatus) shows an allocated

@@ -119,8 +119,8 @@ TEST_F(HealthSignalsTest, PendingRowRemapIsUnhealthyAndSurvivesARestart) {
                        "1"));
 
   // Kept in the state file: after a SIGKILL the new plugin's first list
-  // already has it unhealthy (the fake NVML starts afresh, without the
-  // pending remap: only the state file remembers).
+  // already has it unhealthy (before it reads NVML, where the remapping is
+  // still pending: the GPU keeps its state across NVML clients).
   const fs::path state = fs::path(StateDir()) / "health-state.json";
   const absl::Time deadline = absl::Now() + kTimeout;
   std::string saved;

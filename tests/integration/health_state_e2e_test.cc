@@ -73,8 +73,8 @@ class HealthStateTest : public E2ETest {
 
   // Starts the plugin and returns the first device list after it
   // registered.
-  json StartAndListAgain() {
-    StartPlugin(Args());
+  json StartAndListAgain(const std::string& machine = "dgx-a100") {
+    StartPlugin(Args(), machine);
     json reg = NextEventFor("nvidia.com/gpu", "register");
     EXPECT_TRUE(reg.value("ok", false)) << reg.dump() << plugin_->Stderr();
     return NextEventFor("nvidia.com/gpu", "devices");
@@ -158,6 +158,56 @@ TEST_F(HealthStateTest, NeedsResetGpuIsUnhealthyAgainAfterSigkillUntilCleared) {
   ASSERT_EQ(plugin_->Wait(kTimeout), 128 + SIGKILL);
   json after = StartAndListAgain();
   EXPECT_EQ(after["healthy"], 8) << after.dump() << plugin_->Stderr();
+}
+
+// The operator reset the GPU (nvidia-smi -r) while the plugin was down: the
+// restarted plugin lists it unhealthy from its state file, reads NVML's
+// recovery action back at NONE where the file says it asked for a reset,
+// and makes it healthy.
+TEST_F(HealthStateTest, GpuResetWhileThePluginWasDownIsHealthyAgain) {
+  const std::string machine = MachineWithDriver("dgx-a100", "570.124.06");
+  StartKubelet();
+  json first = StartAndListAgain(machine);
+  for (const json& d : first["devices"]) ids_.push_back(d["id"]);
+  ASSERT_EQ(ids_.size(), 8u) << first.dump();
+  Control("xid 2 46");  // GPU timeout: catalogue RESET_GPU
+  ASSERT_FALSE(WaitHealthy(7).is_null()) << plugin_->Stderr();
+  ASSERT_TRUE(WaitForState("\"recoveryAction\": 1"))
+      << StateText() << plugin_->Stderr();
+  plugin_->Signal(SIGKILL);
+  ASSERT_EQ(plugin_->Wait(kTimeout), 128 + SIGKILL);
+
+  Control("reset 2");  // while nothing watches: the GPU keeps it
+  json again = StartAndListAgain(machine);
+  ASSERT_FALSE(again.is_null()) << plugin_->Stderr();
+  EXPECT_EQ(again["healthy"], 7) << again.dump();  // from the file
+  ASSERT_FALSE(WaitHealthy(8).is_null()) << plugin_->Stderr();
+  EXPECT_THAT(plugin_->Stderr(), HasSubstr("recovery action went from"));
+  // Only its failure is kept now (for the flap window).
+  EXPECT_TRUE(WaitForState("needs-reset", /*absent=*/true)) << StateText();
+}
+
+// Not reset meanwhile: NVML still asks for a reset, so the restarted
+// plugin keeps the GPU unhealthy.
+TEST_F(HealthStateTest, GpuStillAskingForAResetStaysUnhealthyAfterRestart) {
+  const std::string machine = MachineWithDriver("dgx-a100", "570.124.06");
+  StartKubelet();
+  json first = StartAndListAgain(machine);
+  for (const json& d : first["devices"]) ids_.push_back(d["id"]);
+  ASSERT_EQ(ids_.size(), 8u) << first.dump();
+  Control("xid 2 46");
+  Control("ecc 2 double");
+  ASSERT_FALSE(WaitHealthy(7).is_null()) << plugin_->Stderr();
+  ASSERT_TRUE(WaitForState("\"volatileEccDbe\": 1"))
+      << StateText() << plugin_->Stderr();
+  plugin_->Signal(SIGKILL);
+  ASSERT_EQ(plugin_->Wait(kTimeout), 128 + SIGKILL);
+
+  json again = StartAndListAgain(machine);
+  ASSERT_FALSE(again.is_null()) << plugin_->Stderr();
+  EXPECT_EQ(again["healthy"], 7) << again.dump();
+  EXPECT_TRUE(WaitHealthy(8, absl::Seconds(1)).is_null()) << plugin_->Stderr();
+  EXPECT_THAT(StateText(), HasSubstr(ids_[2]));
 }
 
 TEST_F(HealthStateTest, AnotherBootStartsHealthy) {
