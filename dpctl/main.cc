@@ -205,6 +205,12 @@ int Main(int argc, char** argv) {
   dra_kubelet->add_flag("--exit-after-prepare", dra_config.exit_after_prepare,
                         "Exit after the --prepare call (1 if it failed or a "
                         "claim has an error or is missing)");
+  std::optional<double> dra_call_timeout;
+  dra_kubelet
+      ->add_option("--call-timeout", dra_call_timeout,
+                   "Seconds each prepare and unprepare call may take, as "
+                   "the kubelet's deadline (default: the kubelet's 45)")
+      ->check(CLI::Range(0.1, 3600.0));
 
   DraClientConfig dra_client;
   std::optional<std::string> dra_api;
@@ -283,6 +289,9 @@ int Main(int argc, char** argv) {
                           std::string(claim.status().message()));
       }
       dra_config.prepare.push_back(*claim);
+    }
+    if (dra_call_timeout) {
+      dra_config.call_timeout = absl::Seconds(*dra_call_timeout);
     }
     if (dra_config.exit_after_prepare && dra_config.prepare.empty()) {
       return UsageError("--exit-after-prepare needs at least one --prepare");

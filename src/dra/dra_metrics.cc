@@ -16,6 +16,12 @@ DraMetrics& DraMetrics::Get() {
                        {"method"},
                        {100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3,
                         25e-3, 100e-3, 1, 10}),
+        r.AddCounter("gpu_device_plugin_dra_calls_dropped_total",
+                     "Claims of NodePrepareResources (prepare) and "
+                     "NodeUnprepareResources (unprepare) calls not run, by "
+                     "reason: caller gone (cancelled or past its deadline "
+                     "before its turn), queue full.",
+                     {"method", "reason"}),
         r.AddCounter("gpu_device_plugin_dra_slice_publications_total",
                      "Attempts to make this node's ResourceSlices what the "
                      "plugin publishes, by result (ok, failed).",

@@ -16,6 +16,11 @@ struct DraMetrics {
   // gpu_device_plugin_dra_request_duration_seconds{method}: time to answer
   // a NodePrepareResources or NodeUnprepareResources call.
   metrics::Family<metrics::Histogram>& duration;
+  // gpu_device_plugin_dra_calls_dropped_total{method,reason}: claims of
+  // NodePrepareResources ("prepare") and NodeUnprepareResources calls
+  // ("unprepare") not run: "caller gone" (cancelled or past its deadline
+  // before its turn) or "queue full".
+  metrics::Family<metrics::Counter>& calls_dropped;
   // gpu_device_plugin_dra_slice_publications_total{result}: attempts to
   // make the pool's ResourceSlices what we publish ("ok", "failed").
   metrics::Family<metrics::Counter>& publications;

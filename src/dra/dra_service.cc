@@ -52,103 +52,215 @@ std::string Utf8Prefix(const std::string& s, size_t max) {
   return s.substr(0, n);
 }
 
+// The kubelet's claims come from the API server; anything else at this edge
+// is refused before it reaches a path, a log line or an answer.
+constexpr size_t kMaxClaimsPerCall = 256;
+// A per-claim error in an answer, in bytes: 256 of them stay far below the
+// kubelet's 4 MiB message limit.
+constexpr size_t kMaxClaimError = 4096;
+
+bool IsLowerAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+// A Kubernetes UID: a UUID in practice; letters, digits and '-', at most
+// 128 characters, so it is safe as a file name and a map key.
+bool IsUid(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s) {
+    if (!IsLowerAlnum(c) && !(c >= 'A' && c <= 'Z') && c != '-') return false;
+  }
+  return true;
+}
+
+// A DNS label (RFC 1123): namespaces.
+bool IsDnsLabel(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (char c : s) {
+    if (!IsLowerAlnum(c) && c != '-') return false;
+  }
+  return IsLowerAlnum(s.front()) && IsLowerAlnum(s.back());
+}
+
+// A DNS subdomain (RFC 1123): object names.
+bool IsDnsSubdomain(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (IsLowerAlnum(c)) continue;
+    if (c != '-' && c != '.') return false;
+    // Every dot-separated label starts and ends with a letter or digit.
+    if (i == 0 || i + 1 == s.size() || !IsLowerAlnum(s[i - 1])) return false;
+    if (c == '.' && !IsLowerAlnum(s[i + 1])) return false;
+  }
+  return true;
+}
+
+// The claims of a call, checked. A UID that is not one fails the whole
+// call (it could not key its own answer); a bad namespace or name fails
+// only its claim, in `invalid` (by UID).
 template <typename Claims>
-std::vector<ClaimRef> Refs(const Claims& claims) {
+absl::StatusOr<std::vector<ClaimRef>> CheckedRefs(
+    const Claims& claims, std::map<std::string, std::string>& invalid) {
+  if (static_cast<size_t>(claims.size()) > kMaxClaimsPerCall) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        claims.size(), " claims in one call; at most ", kMaxClaimsPerCall));
+  }
   std::vector<ClaimRef> out;
   out.reserve(claims.size());
-  for (const auto& c : claims)
+  for (const auto& c : claims) {
+    if (!IsUid(c.uid())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "claim UID \"", Utf8Prefix(c.uid(), 64),
+          c.uid().size() > 64 ? "..." : "",
+          "\" is not a UID (letters, digits and '-', at most 128)"));
+    }
+    if (!IsDnsLabel(c.namespace_()) || !IsDnsSubdomain(c.name())) {
+      invalid[c.uid()] = absl::StrCat(
+          "claim ", c.uid(), ": namespace \"", Utf8Prefix(c.namespace_(), 64),
+          "\" and name \"", Utf8Prefix(c.name(), 64),
+          "\" must be a DNS label and a DNS subdomain");
+      continue;
+    }
     out.push_back({c.namespace_(), c.name(), c.uid()});
+  }
   return out;
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      std::string(s.message()));
 }
 
 void Count(const char* method, bool ok) {
   DraMetrics::Get().claims.With({method, ok ? "ok" : "failed"}).Increment();
 }
 
-// DRAPlugin of one version: both calls run on the work queue.
+// DRAPlugin of one version: both calls answered later by ClaimCalls, so
+// no gRPC thread waits for the API server.
 template <typename Version>
 class DraPluginService final : public RpcService {
   using A = Api<Version>;
+  using PrepareResponse = typename A::PrepareResponse;
+  using UnprepareResponse = typename A::UnprepareResponse;
 
  public:
-  DraPluginService(Preparer& preparer, WorkQueue& work)
-      : preparer_(preparer),
-        work_(work),
-        prepare_(
-            DeferredUnary(&service_, &A::Service::RequestNodePrepareResources,
-                          [this](const auto& req, auto* resp, Reply reply) {
-                            Prepare(req, resp, std::move(reply));
-                          })),
-        unprepare_(
-            DeferredUnary(&service_, &A::Service::RequestNodeUnprepareResources,
-                          [this](const auto& req, auto* resp, Reply reply) {
-                            Unprepare(req, resp, std::move(reply));
-                          })) {}
+  explicit DraPluginService(ClaimCalls& calls)
+      : calls_(calls),
+        prepare_(DeferredUnary(
+            &service_, &A::Service::RequestNodePrepareResources,
+            [this](const auto& req, std::shared_ptr<CallBudget> caller,
+                   DeferredReply<PrepareResponse> reply) {
+              Prepare(req, std::move(caller), std::move(reply));
+            })),
+        unprepare_(DeferredUnary(
+            &service_, &A::Service::RequestNodeUnprepareResources,
+            [this](const auto& req, std::shared_ptr<CallBudget> caller,
+                   DeferredReply<UnprepareResponse> reply) {
+              Unprepare(req, std::move(caller), std::move(reply));
+            })) {}
 
   grpc::Service* grpc_service() override { return &service_; }
 
   void Arm(CallQueue& queue) override {
-    UnaryCall<typename A::PrepareRequest, typename A::PrepareResponse>::Arm(
-        prepare_, queue);
-    UnaryCall<typename A::UnprepareRequest, typename A::UnprepareResponse>::Arm(
-        unprepare_, queue);
+    UnaryCall<typename A::PrepareRequest, PrepareResponse>::Arm(prepare_,
+                                                                queue);
+    UnaryCall<typename A::UnprepareRequest, UnprepareResponse>::Arm(unprepare_,
+                                                                    queue);
   }
 
  private:
   void Prepare(const typename A::PrepareRequest& req,
-               typename A::PrepareResponse* resp, Reply reply) {
-    std::vector<ClaimRef> claims = Refs(req.claims());
+               std::shared_ptr<CallBudget> caller,
+               DeferredReply<PrepareResponse> reply) {
     const auto start = std::chrono::steady_clock::now();
-    work_.Post([this, resp, reply = std::move(reply),
-                claims = std::move(claims), start] {
-      VLOG(1, "NodePrepareResources ({}): {} claim(s)", A::kName,
-           claims.size());
-      for (auto& [uid, r] : preparer_.Prepare(claims)) {
-        auto& out = (*resp->mutable_claims())[uid];
-        Count("prepare", r.error.empty());
-        if (!r.error.empty()) {
-          out.set_error(r.error);
-          continue;
-        }
-        for (const PreparedDevice& d : r.devices) {
-          auto* w = out.add_devices();
-          for (const std::string& request : d.requests) {
-            w->add_request_names(request);
+    std::map<std::string, std::string> invalid;
+    absl::StatusOr<std::vector<ClaimRef>> claims =
+        CheckedRefs(req.claims(), invalid);
+    if (!claims.ok()) {
+      LOG_WARN("NodePrepareResources ({}) refused: {}", A::kName,
+               claims.status().message());
+      reply(ToGrpc(claims.status()), PrepareResponse());
+      return;
+    }
+    VLOG(1, "NodePrepareResources ({}): {} claim(s)", A::kName,
+         req.claims_size());
+    calls_.Prepare(
+        *claims, std::move(caller),
+        [reply = std::move(reply), invalid = std::move(invalid),
+         start](std::map<std::string, PrepareResult> results) {
+          PrepareResponse resp;
+          for (const auto& [uid, error] : invalid) {
+            Count("prepare", false);
+            (*resp.mutable_claims())[uid].set_error(error);
           }
-          w->set_pool_name(d.pool);
-          w->set_device_name(d.device);
-          for (const std::string& id : d.cdi_ids) w->add_cdi_device_ids(id);
-        }
-      }
-      DraMetrics::Get().duration.With({"prepare"}).ObserveSince(start);
-      reply(grpc::Status::OK);
-    });
+          for (auto& [uid, r] : results) {
+            auto& out = (*resp.mutable_claims())[uid];
+            Count("prepare", r.error.empty());
+            if (!r.error.empty()) {
+              out.set_error(Utf8Prefix(r.error, kMaxClaimError));
+              continue;
+            }
+            for (const PreparedDevice& d : r.devices) {
+              auto* w = out.add_devices();
+              for (const std::string& request : d.requests) {
+                w->add_request_names(request);
+              }
+              w->set_pool_name(d.pool);
+              w->set_device_name(d.device);
+              for (const std::string& id : d.cdi_ids) {
+                w->add_cdi_device_ids(id);
+              }
+            }
+          }
+          DraMetrics::Get().duration.With({"prepare"}).ObserveSince(start);
+          if (!reply(grpc::Status::OK, std::move(resp))) {
+            VLOG(1,
+                 "NodePrepareResources ({}): the caller went before the "
+                 "answer",
+                 A::kName);
+          }
+        });
   }
 
   void Unprepare(const typename A::UnprepareRequest& req,
-                 typename A::UnprepareResponse* resp, Reply reply) {
-    std::vector<ClaimRef> claims = Refs(req.claims());
+                 std::shared_ptr<CallBudget> caller,
+                 DeferredReply<UnprepareResponse> reply) {
     const auto start = std::chrono::steady_clock::now();
-    work_.Post([this, resp, reply = std::move(reply),
-                claims = std::move(claims), start] {
-      VLOG(1, "NodeUnprepareResources ({}): {} claim(s)", A::kName,
-           claims.size());
-      for (auto& [uid, error] : preparer_.Unprepare(claims)) {
-        Count("unprepare", error.empty());
-        (*resp->mutable_claims())[uid].set_error(error);
-      }
-      DraMetrics::Get().duration.With({"unprepare"}).ObserveSince(start);
-      reply(grpc::Status::OK);
-    });
+    std::map<std::string, std::string> invalid;
+    absl::StatusOr<std::vector<ClaimRef>> claims =
+        CheckedRefs(req.claims(), invalid);
+    if (!claims.ok()) {
+      LOG_WARN("NodeUnprepareResources ({}) refused: {}", A::kName,
+               claims.status().message());
+      reply(ToGrpc(claims.status()), UnprepareResponse());
+      return;
+    }
+    VLOG(1, "NodeUnprepareResources ({}): {} claim(s)", A::kName,
+         req.claims_size());
+    calls_.Unprepare(
+        *claims, std::move(caller),
+        [reply = std::move(reply), invalid = std::move(invalid),
+         start](std::map<std::string, std::string> errors) {
+          UnprepareResponse resp;
+          for (const auto& [uid, error] : invalid) {
+            Count("unprepare", false);
+            (*resp.mutable_claims())[uid].set_error(error);
+          }
+          for (auto& [uid, error] : errors) {
+            Count("unprepare", error.empty());
+            (*resp.mutable_claims())[uid].set_error(
+                Utf8Prefix(error, kMaxClaimError));
+          }
+          DraMetrics::Get().duration.With({"unprepare"}).ObserveSince(start);
+          reply(grpc::Status::OK, std::move(resp));
+        });
   }
 
-  Preparer& preparer_;
-  WorkQueue& work_;
+  ClaimCalls& calls_;
   typename A::Service service_;
-  const UnaryMethod<typename A::PrepareRequest, typename A::PrepareResponse>
-      prepare_;
-  const UnaryMethod<typename A::UnprepareRequest, typename A::UnprepareResponse>
-      unprepare_;
+  const UnaryMethod<typename A::PrepareRequest, PrepareResponse> prepare_;
+  const UnaryMethod<typename A::UnprepareRequest, UnprepareResponse> unprepare_;
 };
 
 class HealthService final : public RpcService {
@@ -343,14 +455,12 @@ ServiceList RegistrationServices(const RegistrationInfo& info,
   return out;
 }
 
-ServiceList EndpointServices(Preparer& preparer, DeviceSet& devices,
-                             const std::string& pool, HealthStreams& streams,
-                             WorkQueue& work) {
+ServiceList EndpointServices(ClaimCalls& calls, DeviceSet& devices,
+                             const std::string& pool, HealthStreams& streams) {
   ServiceList out;
+  out.push_back(std::make_unique<DraPluginService<dra_v1::DRAPlugin>>(calls));
   out.push_back(
-      std::make_unique<DraPluginService<dra_v1::DRAPlugin>>(preparer, work));
-  out.push_back(std::make_unique<DraPluginService<dra_v1beta1::DRAPlugin>>(
-      preparer, work));
+      std::make_unique<DraPluginService<dra_v1beta1::DRAPlugin>>(calls));
   out.push_back(std::make_unique<HealthService>(devices, pool, streams));
   return out;
 }

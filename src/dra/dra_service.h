@@ -17,9 +17,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "device/device_set.h"
-#include "dra/preparer.h"
+#include "dra/claim_calls.h"
 #include "rpc/socket_server.h"
-#include "util/work_queue.h"
 
 namespace gdp::dra {
 
@@ -88,16 +87,19 @@ class HealthStreams {
   std::map<uint64_t, std::function<void()>> streams_ ABSL_GUARDED_BY(mu_);
 };
 
-// The services of our endpoint (dra.sock): DRAPlugin v1 and v1beta1 calling
-// `preparer` on `work` (so no gRPC thread waits for the API server), and
-// DRAResourceHealth streaming `devices` (each device's health in pool
-// `pool`; the message is the unhealthy reason, at most 1024 characters).
-// `preparer`, `devices`, `streams` and `work` must outlive the server that
-// serves them, and `work` must keep running until that server has shut
-// down (it waits for the calls in flight).
-ServiceList EndpointServices(Preparer& preparer, DeviceSet& devices,
-                             const std::string& pool, HealthStreams& streams,
-                             WorkQueue& work);
+// The services of our endpoint (dra.sock): DRAPlugin v1 and v1beta1 handing
+// their claims to `calls` (so no gRPC thread waits for the API server;
+// each call's deadline and cancellation reach its claims; a call whose
+// caller goes is ended at once, so shutting the server down never waits
+// for claim reads), and DRAResourceHealth streaming `devices` (each
+// device's health in pool `pool`; the message is the unhealthy reason, at
+// most 1024 characters). Claims are checked here first: a UID that is not
+// one (letters, digits, '-', at most 128) or more than 256 claims fail the
+// call with INVALID_ARGUMENT; a namespace that is not a DNS label or a name
+// that is not a DNS subdomain fails its claim. Per-claim errors are cut to
+// 4 KiB. `calls`, `devices` and `streams` must outlive the server.
+ServiceList EndpointServices(ClaimCalls& calls, DeviceSet& devices,
+                             const std::string& pool, HealthStreams& streams);
 
 }  // namespace gdp::dra
 

@@ -30,19 +30,18 @@ absl::StatusOr<std::unique_ptr<DraDriver>> DraDriver::Create(
   options.kubelet.plugins_dir = options.plugins_dir;
   auto d = std::unique_ptr<DraDriver>(new DraDriver(std::move(options)));
   const DraDriverOptions& o = d->options_;
-  for (std::unique_ptr<kube::Client>* api :
-       {&d->slices_api_, &d->claims_api_}) {
-    absl::StatusOr<std::unique_ptr<kube::Client>> c =
-        kube::Client::Create(o.api);
-    if (!c.ok()) {
-      return absl::Status(
-          c.status().code(),
-          absl::StrCat("the Kubernetes API client: ", c.status().message()));
-    }
-    *api = *std::move(c);
+  absl::StatusOr<std::unique_ptr<kube::Client>> c = kube::Client::Create(o.api);
+  if (!c.ok()) {
+    return absl::Status(
+        c.status().code(),
+        absl::StrCat("the Kubernetes API client: ", c.status().message()));
   }
-  d->claims_ =
-      std::make_unique<KubeClaimReader>(*d->claims_api_, o.driver_name);
+  d->slices_api_ = *std::move(c);
+  // Claims are read over clients of their own (made as reads need them),
+  // one per reader thread.
+  d->claims_ = std::make_unique<KubeClaimReader>(
+      [api = o.api] { return kube::Client::Create(api); }, o.driver_name,
+      o.calls.readers);
   d->devices_ = std::make_unique<DeviceSet>(std::vector<Device>{});
   d->preparer_ = std::make_unique<Preparer>(
       PreparerOptions{
@@ -57,14 +56,13 @@ absl::StatusOr<std::unique_ptr<DraDriver>> DraDriver::Create(
       *d->claims_);
   d->publisher_ =
       std::make_unique<SlicePublisher>(*d->slices_api_, o.publisher);
-  d->work_ = std::make_unique<WorkQueue>();
+  d->calls_ = std::make_unique<ClaimCalls>(*d->preparer_, o.calls);
   DraDriver* self = d.get();
   absl::StatusOr<std::unique_ptr<KubeletPlugin>> plugin = KubeletPlugin::Create(
       o.kubelet,
       [self] {
-        return EndpointServices(*self->preparer_, *self->devices_,
-                                self->options_.node_name, self->streams_,
-                                *self->work_);
+        return EndpointServices(*self->calls_, *self->devices_,
+                                self->options_.node_name, self->streams_);
       },
       d->streams_, d->registration_);
   if (!plugin.ok()) return plugin.status();
@@ -76,16 +74,16 @@ DraDriver::DraDriver(DraDriverOptions options) : options_(std::move(options)) {}
 
 DraDriver::~DraDriver() {
   if (subscription_ != 0) devices_->Unsubscribe(subscription_);
-  // Calls in flight read claims: let them fail fast, then let the server
-  // shut down (it waits for them on the still running queue).
-  if (claims_api_ != nullptr) claims_api_->Cancel();
+  // Calls in flight read claims: let them fail fast. The server ends the
+  // calls in flight as it shuts down; their work then finishes unheard.
+  if (claims_ != nullptr) claims_->Cancel();
   if (plugin_ != nullptr) plugin_->Stop();
   if (plugin_thread_.joinable()) plugin_thread_.join();
   plugin_.reset();
+  calls_.reset();
   if (publisher_ != nullptr) publisher_->Stop();
   if (publisher_thread_.joinable()) publisher_thread_.join();
   if (watch_thread_.joinable()) watch_thread_.join();
-  work_.reset();
 }
 
 void DraDriver::Publish() {

@@ -18,6 +18,7 @@
 #include "device/device_set.h"
 #include "device/gpu.h"
 #include "device/mig_caps.h"
+#include "dra/claim_calls.h"
 #include "dra/dra_service.h"
 #include "dra/inventory.h"
 #include "dra/kube_claims.h"
@@ -26,7 +27,6 @@
 #include "dra/publisher.h"
 #include "kube/client.h"
 #include "topology/node_topology.h"
-#include "util/work_queue.h"
 
 namespace gdp::dra {
 
@@ -46,6 +46,7 @@ struct DraDriverOptions {
   // Timings, shortened by tests.
   PublisherOptions publisher;    // driver and node names are filled in
   KubeletPluginOptions kubelet;  // names and directories are filled in
+  ClaimCallsOptions calls;
 };
 
 // What the DRA side is doing, for probes and logs.
@@ -97,14 +98,13 @@ class DraDriver {
 
   const DraDriverOptions options_;
   std::unique_ptr<kube::Client> slices_api_;
-  std::unique_ptr<kube::Client> claims_api_;
   std::unique_ptr<KubeClaimReader> claims_;
   std::unique_ptr<DeviceSet> devices_;
   std::unique_ptr<Preparer> preparer_;
   std::unique_ptr<SlicePublisher> publisher_;
   HealthStreams streams_;
   RegistrationState registration_;
-  std::unique_ptr<WorkQueue> work_;
+  std::unique_ptr<ClaimCalls> calls_;
   std::unique_ptr<KubeletPlugin> plugin_;
 
   mutable absl::Mutex mu_;

@@ -68,12 +68,18 @@ void KubeletPlugin::Stop() {
 }
 
 void KubeletPlugin::Drop() {
+  serving_ = false;  // first: probes see it while the servers go
   // The registration socket first: the kubelet must not find a plugin
   // whose endpoint is going.
   registration_.reset();
   endpoint_.reset();
-  serving_ = false;
   state_.Reset();
+}
+
+bool KubeletPlugin::serving() const {
+  // Between a socket's removal and the watcher's event, too.
+  return serving_.load() && std::filesystem::exists(endpoint_socket_) &&
+         std::filesystem::exists(registration_socket_);
 }
 
 void KubeletPlugin::Serve() {

@@ -62,8 +62,8 @@ class KubeletPlugin {
   // Thread-safe: makes Run() return promptly.
   void Stop();
 
-  // Thread-safe: both sockets are served.
-  bool serving() const { return serving_.load(); }
+  // Thread-safe: both sockets are served and their files are there.
+  bool serving() const;
 
  private:
   KubeletPlugin(KubeletPluginOptions options, ServiceFactory factory,

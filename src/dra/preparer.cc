@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -119,46 +120,70 @@ absl::Status Preparer::WriteSpec(const PreparedClaim& claim) {
                         *spec);
 }
 
+PrepareResult Preparer::Prepare(const ClaimRef& ref, absl::Time deadline,
+                                CallBudget& caller) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = checkpoint_.claims.find(ref.uid);
+        it != checkpoint_.claims.end()) {
+      // Idempotent; a spec that went missing is written again.
+      PrepareResult result;
+      std::error_code ec;
+      absl::Status s = absl::OkStatus();
+      if (!std::filesystem::exists(
+              absl::StrCat(options_.cdi_dir, "/", ClaimSpecFileName(ref.uid)),
+              ec)) {
+        s = WriteSpec(it->second);
+      }
+      if (!s.ok()) {
+        result.error = absl::StrCat(
+            Label(ref),
+            ": prepared, but its CDI spec cannot be written: ", s.message());
+      } else {
+        result.devices = it->second.devices;
+      }
+      return result;
+    }
+  }
+  return PrepareNew(ref, deadline, caller);
+}
+
 std::map<std::string, PrepareResult> Preparer::Prepare(
     const std::vector<ClaimRef>& claims) {
   std::map<std::string, PrepareResult> out;
+  CallBudget caller;
   for (const ClaimRef& ref : claims) {
     if (out.contains(ref.uid)) continue;
-    {
-      absl::MutexLock lock(&mu_);
-      if (auto it = checkpoint_.claims.find(ref.uid);
-          it != checkpoint_.claims.end()) {
-        // Idempotent; a spec that went missing is written again.
-        std::error_code ec;
-        absl::Status s = absl::OkStatus();
-        if (!std::filesystem::exists(
-                absl::StrCat(options_.cdi_dir, "/", ClaimSpecFileName(ref.uid)),
-                ec)) {
-          s = WriteSpec(it->second);
-        }
-        if (!s.ok()) {
-          out[ref.uid].error = absl::StrCat(
-              Label(ref),
-              ": prepared, but its CDI spec cannot be written: ", s.message());
-        } else {
-          out[ref.uid].devices = it->second.devices;
-        }
-        continue;
-      }
-    }
-    out[ref.uid] = PrepareNew(ref);
+    out[ref.uid] = Prepare(ref, absl::InfiniteFuture(), caller);
   }
   return out;
 }
 
-PrepareResult Preparer::PrepareNew(const ClaimRef& ref) {
+PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
+                                   CallBudget& caller) {
   PrepareResult result;
   auto fail = [&](absl::string_view what) {
     result.error = absl::StrCat(Label(ref), ": ", what);
     LOG_WARN("Cannot prepare {}", result.error);
     return result;
   };
-  absl::StatusOr<AllocatedClaim> claim = reader_.Read(ref);
+  {
+    absl::MutexLock lock(&mu_);
+    ++reading_[ref.uid].reads;
+  }
+  // Until the end, an Unprepare of this claim marks it (checked under the
+  // lock that writes it).
+  absl::Cleanup done_reading = [this, &ref] {
+    absl::MutexLock lock(&mu_);
+    auto it = reading_.find(ref.uid);
+    if (--it->second.reads == 0) reading_.erase(it);
+  };
+  absl::StatusOr<AllocatedClaim> claim = reader_.Read(ref, deadline, caller);
+  if (!caller.live()) {
+    return fail(
+        "the kubelet's call ended (cancelled or past its deadline) before the "
+        "claim was read; not prepared (the kubelet asks again)");
+  }
   if (!claim.ok()) return fail(claim.status().message());
   if (claim->ref.uid != ref.uid) {
     return fail(absl::StrCat("the API server has a claim with UID ",
@@ -217,6 +242,14 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref) {
     result.devices = it->second.devices;  // prepared meanwhile
     return result;
   }
+  if (reading_[ref.uid].unprepared) {
+    result.error = absl::StrCat(
+        Label(ref),
+        ": it was unprepared while it was being read; not prepared (the "
+        "kubelet asks again if a pod still needs it)");
+    LOG_WARN("Cannot prepare {}", result.error);
+    return result;
+  }
   if (absl::Status s = WriteSpec(prepared); !s.ok()) {
     return fail(absl::StrCat("writing its CDI spec: ", s.message()));
   }
@@ -245,6 +278,9 @@ std::map<std::string, std::string> Preparer::Unprepare(
   for (const ClaimRef& ref : claims) {
     if (out.contains(ref.uid)) continue;
     out[ref.uid] = "";
+    if (auto it = reading_.find(ref.uid); it != reading_.end()) {
+      it->second.unprepared = true;  // its Prepare writes nothing
+    }
     if (absl::Status s =
             cdi::RemoveSpec(options_.cdi_dir, ClaimSpecFileName(ref.uid));
         !s.ok()) {

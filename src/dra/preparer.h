@@ -20,6 +20,7 @@
 #include "device/device_set.h"
 #include "dra/checkpoint.h"
 #include "dra/claim.h"
+#include "util/call_budget.h"
 
 namespace gdp::dra {
 
@@ -27,9 +28,13 @@ namespace gdp::dra {
 class ClaimReader {
  public:
   virtual ~ClaimReader() = default;
-  // The claim `ref` names, read now (by namespace and name). Result on
-  // failure: its status, naming the claim (NotFound, Unavailable, ...).
-  virtual absl::StatusOr<AllocatedClaim> Read(const ClaimRef& ref) = 0;
+  // The claim `ref` names, read now (by namespace and name), giving up at
+  // `deadline` or as soon as `caller` is cancelled. Result on failure: its
+  // status, naming the claim (NotFound, Unavailable, DeadlineExceeded,
+  // Cancelled, ...).
+  virtual absl::StatusOr<AllocatedClaim> Read(const ClaimRef& ref,
+                                              absl::Time deadline,
+                                              CallBudget& caller) = 0;
 };
 
 // What claim specs are built from, fixed between reloads (found once, not
@@ -79,20 +84,29 @@ class Preparer {
   // the file was kept aside), so callers can report it.
   absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Prepares each claim (by UID; a UID named twice is prepared once): a
-  // claim in the checkpoint answers from it (its spec rewritten if it went
-  // missing) without reading the API server; else the claim is read,
-  // checked (its UID, that it is allocated, that every result of our
-  // driver names a device of our pool that exists and is healthy, its
-  // configuration) and its spec and checkpoint entry written. A claim that
-  // fails gets its own error, naming the claim and what was wrong; the
-  // others are still prepared.
+  // Prepares one claim: a claim in the checkpoint answers from it (its
+  // spec rewritten if it went missing) without reading the API server;
+  // else the claim is read (giving up at `deadline`, or when `caller` is
+  // cancelled), checked (its UID, that it is allocated, that every result
+  // of our driver names a device of our pool that exists and is healthy,
+  // its configuration) and its spec and checkpoint entry written. Nothing
+  // is written once `caller` has gone (cancelled or past its deadline:
+  // the kubelet never learns of it, so it would never unprepare it), nor
+  // for a claim unprepared while it was read. A claim that fails gets its
+  // own error, naming the claim and what was wrong. Calls for different
+  // claims may run at once.
+  PrepareResult Prepare(const ClaimRef& ref, absl::Time deadline,
+                        CallBudget& caller) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Prepare() for each claim in turn (by UID; a UID named twice is
+  // prepared once), with no deadline.
   std::map<std::string, PrepareResult> Prepare(
       const std::vector<ClaimRef>& claims) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Removes each claim's spec and checkpoint entry; an unknown claim is
-  // success (its spec file is removed if one is there). The value is the
-  // claim's error ("" on success), by UID.
+  // success (its spec file is removed if one is there), and one being
+  // read for a Prepare meanwhile is not prepared by it. The value is the
+  // claim's error ("" on success), by UID. Never waits for a claim read.
   std::map<std::string, std::string> Unprepare(
       const std::vector<ClaimRef>& claims) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -101,7 +115,8 @@ class Preparer {
 
  private:
   // Prepares one claim not in the checkpoint.
-  PrepareResult PrepareNew(const ClaimRef& ref) ABSL_LOCKS_EXCLUDED(mu_);
+  PrepareResult PrepareNew(const ClaimRef& ref, absl::Time deadline,
+                           CallBudget& caller) ABSL_LOCKS_EXCLUDED(mu_);
   // Builds and writes the spec of `claim` from the current sources.
   absl::Status WriteSpec(const PreparedClaim& claim)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -113,6 +128,13 @@ class Preparer {
   const DeviceSet* devices_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::shared_ptr<const ClaimSpecBase> base_ ABSL_GUARDED_BY(mu_);
   Checkpoint checkpoint_ ABSL_GUARDED_BY(mu_);
+  // Claims being read for a Prepare, by UID: how many reads, and whether
+  // an Unprepare came meanwhile.
+  struct Reading {
+    int reads = 0;
+    bool unprepared = false;
+  };
+  std::map<std::string, Reading> reading_ ABSL_GUARDED_BY(mu_);
 };
 
 // The boot ID the kernel gives this boot (<proc_root>/sys/kernel/random/

@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cdi/validate.h"
 #include "dra/claim_edits.h"
+#include "dra/preparer_testing.h"
 #include "util/file_watcher.h"
 
 namespace gdp::dra {
@@ -22,80 +23,6 @@ namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
-
-class TableReader final : public ClaimReader {
- public:
-  absl::StatusOr<AllocatedClaim> Read(const ClaimRef& ref) override {
-    absl::MutexLock lock(&mu_);
-    ++reads;
-    auto it = claims.find(ref.ns + "/" + ref.name);
-    if (it == claims.end()) {
-      return absl::NotFoundError(absl::StrCat("reading the claim: ", ref.ns,
-                                              "/", ref.name, " not found"));
-    }
-    return it->second;
-  }
-  absl::Mutex mu_;
-  std::map<std::string, AllocatedClaim> claims;
-  int reads = 0;
-};
-
-Device Dev(const std::string& name, unsigned minor) {
-  Device d;
-  d.id = name;
-  d.visible_id = absl::StrCat("GPU-", minor);
-  d.gpu_uuid = d.visible_id;
-  d.gpu_index = minor;
-  d.device_nodes = {absl::StrCat("/dev/nvidia", minor)};
-  return d;
-}
-
-AllocatedClaim Allocated(const std::string& name, const std::string& uid,
-                         std::vector<AllocatedDevice> results) {
-  AllocatedClaim c;
-  c.ref = {"ns", name, uid};
-  c.results = std::move(results);
-  return c;
-}
-
-class PreparerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           absl::StrCat("gdp-preparer-", getpid(), "-", n_++);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    devices_ = std::make_unique<DeviceSet>(
-        std::vector<Device>{Dev("gpu-0", 0), Dev("gpu-1", 1)});
-    base_ = std::make_shared<ClaimSpecBase>();
-    base_->control_nodes = {"/dev/nvidiactl"};
-    reader_.claims["ns/one"] =
-        Allocated("one", "u-1", {{"gpu", "gpu.nvidia.com", "node-1", "gpu-0"}});
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::unique_ptr<Preparer> Make(const std::string& boot = "boot-1") {
-    auto p = std::make_unique<Preparer>(
-        PreparerOptions{.driver_name = "gpu.nvidia.com",
-                        .pool = "node-1",
-                        .cdi_dir = (dir_ / "cdi").string(),
-                        .checkpoint_path = (dir_ / "cp.json").string(),
-                        .boot_id = boot},
-        reader_);
-    p->SetSources(devices_.get(), base_);
-    return p;
-  }
-
-  std::string SpecPath(const std::string& uid) {
-    return (dir_ / "cdi" / ClaimSpecFileName(uid)).string();
-  }
-
-  static inline int n_ = 0;
-  fs::path dir_;
-  TableReader reader_;
-  std::unique_ptr<DeviceSet> devices_;
-  std::shared_ptr<ClaimSpecBase> base_;
-};
 
 TEST_F(PreparerTest, PreparesWritesTheSpecAndIsIdempotent) {
   auto p = Make();

@@ -268,3 +268,113 @@ TEST_F(DraTest, MigMachines) {
 
 }  // namespace
 }  // namespace gdp
+
+namespace gdp {
+namespace {
+
+// An API server that accepts claim reads and never answers: each claim of
+// a 5-claim prepare gets its own error before the kubelet's deadline; an
+// unprepare sent meanwhile answers at once; a socket removed meanwhile is
+// served again at once.
+TEST_F(DraTest, HungApiServerAnswersEveryClaimInTime) {
+  StartApiServer();
+  StartDraKubelet({"--call-timeout", "8"});
+  StartDraPlugin();
+  Registered();
+  ASSERT_TRUE(WaitForDevices(8));
+  std::string command = "prepare -";
+  std::vector<std::string> uids;
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = absl::StrCat("c", i);
+    uids.push_back(CreateClaim(name, {Result(absl::StrCat("gpu-", i))}));
+    absl::StrAppend(&command, " ns/", name, "/", uids.back());
+  }
+  absl::StatusOr<json> fault = api_client_->Create(
+      "/emulator/faults",
+      {{"methods", {"GET"}},
+       {"path_prefix", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims"},
+       {"delay_seconds", 120},
+       {"count", -1}});
+  ASSERT_TRUE(fault.ok()) << fault.status();
+
+  const absl::Time start = absl::Now();
+  dra_kubelet_->WriteLine(command);
+  absl::SleepFor(absl::Seconds(1));
+  // A second caller (the kubelet handles pods in parallel; its emulator
+  // reads one command at a time).
+  const std::string socket = (dir_ / "plugins" / kDriver / "dra.sock").string();
+  Subprocess unprepare(
+      SpawnOptions{.argv = {GDP_DPCTL_BIN, "dra", "unprepare", "--socket",
+                            socket, "--json", "ns/other/uid-other"},
+                   .stderr_path = (dir_ / "unprepare.err").string()});
+  const absl::Time sent = absl::Now();
+  EXPECT_EQ(unprepare.Wait(absl::Seconds(30)), 0)
+      << unprepare.ReadAll(absl::Seconds(1));
+  EXPECT_LT(absl::Now() - sent, absl::Seconds(1));
+
+  // dra.sock removed with the prepare in flight: served again at once,
+  // and the prepare's caller told at once.
+  fs::remove(socket);
+  const absl::Time removed = absl::Now();
+  json prepared, again;
+  while ((prepared.is_null() || again.is_null()) &&
+         absl::Now() - removed < absl::Seconds(30)) {
+    json e = NextEventWhere(
+        *dra_kubelet_,
+        [](const json& e) {
+          const std::string ev = e.value("event", "");
+          return ev == "prepare" || ev == "prepare_failed" ||
+                 ev == "registered";
+        },
+        absl::Seconds(30));
+    if (e.is_null()) break;
+    (e["event"] == "registered" ? again : prepared) = e;
+  }
+  ASSERT_FALSE(again.is_null()) << plugin_->Stderr();
+  ASSERT_FALSE(prepared.is_null()) << plugin_->Stderr();
+  EXPECT_LT(absl::Now() - removed, absl::Seconds(3));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(8)) << prepared.dump();
+  // Its claims were never prepared.
+  for (const std::string& uid : uids) EXPECT_FALSE(fs::exists(SpecPath(uid)));
+}
+
+// The same prepare with nothing else going on: every claim answered with
+// its own error inside the deadline, not DEADLINE_EXCEEDED for the call.
+TEST_F(DraTest, HungApiServerEachClaimItsOwnError) {
+  StartApiServer();
+  StartDraKubelet({"--call-timeout", "5"});
+  StartDraPlugin();
+  Registered();
+  ASSERT_TRUE(WaitForDevices(8));
+  std::string command = "prepare -";
+  std::vector<std::string> uids;
+  for (int i = 0; i < 5; ++i) {
+    const std::string name = absl::StrCat("c", i);
+    uids.push_back(CreateClaim(name, {Result(absl::StrCat("gpu-", i))}));
+    absl::StrAppend(&command, " ns/", name, "/", uids.back());
+  }
+  ASSERT_TRUE(api_client_
+                  ->Create("/emulator/faults",
+                           {{"methods", {"GET"}},
+                            {"path_prefix",
+                             "/apis/resource.k8s.io/v1/namespaces/ns/"
+                             "resourceclaims"},
+                            {"delay_seconds", 120},
+                            {"count", -1}})
+                  .ok());
+  const absl::Time start = absl::Now();
+  json out = KubeletCall(command);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  ASSERT_EQ(out.value("event", ""), "prepare") << out.dump();
+  for (const std::string& uid : uids) {
+    EXPECT_THAT(out["claims"][uid].value("error", ""),
+                HasSubstr("reading the claim"))
+        << out.dump();
+  }
+  EXPECT_THAT(out["missing"], IsEmpty());
+  // Nothing was prepared: the kubelet asks again.
+  for (const std::string& uid : uids) EXPECT_FALSE(fs::exists(SpecPath(uid)));
+}
+
+}  // namespace
+}  // namespace gdp
