@@ -19,20 +19,20 @@ namespace gdp::kube {
 // One object (GET, and the object a POST, PUT or DELETE answers): etcd
 // keeps objects under 1.5 MiB (as protobuf, so their JSON, with field names
 // spelled out, can be about twice that) and the API server takes request
-// bodies of at most 3 MiB. Parsed, 4 MiB of JSON is at most ~80 MiB (see
+// bodies of at most 3 MiB. Parsed, 4 MiB of JSON is at most ~50 MiB (see
 // JsonLimits); a real claim or slice is a few KiB to a few hundred.
 inline constexpr size_t kMaxObjectBytes = 4 << 20;
 // A LIST, of this node's ResourceSlices of our driver only (a field
 // selector): a few slices of at most 128 devices (~300 KiB each as we
 // write them), or a few more while another writer of the same pool is
 // around. 16 MiB is over ten times that; the values bound still holds the
-// tree under ~80 MiB.
+// tree under ~50 MiB.
 inline constexpr size_t kMaxListBytes = 16 << 20;
 // One line of a watch: an object and its envelope.
 inline constexpr size_t kMaxWatchEventBytes = kMaxObjectBytes + 4096;
 
 // Decodes an answer's body as JSON with ParseBoundedJson's limits (depth
-// 100, 2^20 values).
+// 100, 2^19 values).
 // Result on failure: ResourceExhausted "JSON nested deeper than ..." or
 // "JSON with more than ... values"; InvalidArgument "not valid JSON: ...".
 absl::StatusOr<nlohmann::json> DecodeAnswer(absl::string_view body);

@@ -20,11 +20,12 @@ struct JsonLimits {
   // MiB could otherwise take hundreds of MiB.
   size_t max_depth = 100;
   // Values of any kind, members and elements included. A tree costs 16 to
-  // ~80 bytes per value (an empty object ~80: "{}," is 27 times smaller as
-  // text), so this bounds the tree at ~80 MiB whatever the text's size.
-  // Our largest legitimate document, a LIST of a node's ResourceSlices
-  // (128 devices of ~100 values each per slice), has some 10^4 to 10^5.
-  size_t max_values = 1 << 20;
+  // ~100 bytes per value (an empty object: "{}," is 30 times smaller as
+  // text), so this bounds the tree at ~50 MiB whatever the text's size.
+  // Our largest legitimate document, a LIST of a node's ResourceSlices (a
+  // few slices of at most 128 devices of ~100 values each), has some 10^4
+  // to 10^5.
+  size_t max_values = 1 << 19;
 };
 
 // Parses `text` (strict JSON, one value) into a tree, stopping at the first
