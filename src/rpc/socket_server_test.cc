@@ -237,6 +237,11 @@ TEST_F(SocketServerTest, AnAnswerGivenLaterReachesTheCaller) {
   grpc::Status status = Stub()->Allocate(&ctx, Request(2), &resp);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(resp.container_responses_size(), 2);
+  // (Counted just after the answer went.)
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (seen_.replied.load() == 0 && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   EXPECT_EQ(seen_.replied.load(), 1);
   // The work saw the caller's deadline.
   ASSERT_NE(seen_.budget, nullptr);
