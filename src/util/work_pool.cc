@@ -22,13 +22,21 @@ WorkPool::~WorkPool() {
 
 bool WorkPool::Post(std::function<void()> job) {
   absl::MutexLock lock(&mu_);
-  if (stopping_ || jobs_.size() >= options_.max_queued) return false;
+  const size_t max_threads = std::max<size_t>(options_.max_threads, 1);
+  // Threads about to take a job: idle ones and ones just started.
+  const size_t takers = idle_ + starting_;
+  const size_t waiting = jobs_.size() - std::min(jobs_.size(), takers);
+  const bool can_start = threads_ < max_threads;
+  if (stopping_ || (!can_start && jobs_.size() >= takers &&
+                    waiting >= options_.max_queued)) {
+    return false;
+  }
   ReapLocked();
   jobs_.push_back(std::move(job));
   // A waiting thread takes it; else start one if the pool may grow.
-  if (idle_ < jobs_.size() &&
-      threads_ < std::max<size_t>(options_.max_threads, 1)) {
+  if (takers < jobs_.size() && can_start) {
     ++threads_;
+    ++starting_;
     const uint64_t id = next_id_++;
     running_.emplace(id, std::thread([this, id] { Loop(id); }));
   }
@@ -53,6 +61,7 @@ void WorkPool::ReapLocked() {
 void WorkPool::Loop(uint64_t id) {
   NameThisThread(options_.name.c_str());
   mu_.Lock();
+  --starting_;
   for (;;) {
     if (jobs_.empty()) {
       if (stopping_) break;

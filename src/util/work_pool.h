@@ -24,7 +24,7 @@ namespace gdp {
 struct WorkPoolOptions {
   std::string name = "gdp-work";  // of its threads (15 characters shown)
   size_t max_threads = 1;         // jobs run at once; at least 1
-  size_t max_queued = 64;         // jobs waiting for a thread
+  size_t max_queued = 64;         // jobs waiting for a busy thread
   // A thread with no job for this long ends.
   absl::Duration idle = absl::Seconds(30);
 };
@@ -40,8 +40,8 @@ class WorkPool {
   WorkPool& operator=(const WorkPool&) = delete;
 
   // Runs `job` on a thread of the pool, after the jobs posted before it
-  // have started. Returns false (and drops `job`) when max_queued jobs
-  // already wait or the pool is being destroyed.
+  // have started. Returns false (and drops `job`) when every thread is
+  // busy and max_queued jobs already wait, or the pool is being destroyed.
   bool Post(std::function<void()> job) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Threads that live now (running or waiting for a job).
@@ -57,6 +57,7 @@ class WorkPool {
   std::deque<std::function<void()>> jobs_ ABSL_GUARDED_BY(mu_);
   size_t threads_ ABSL_GUARDED_BY(mu_) = 0;  // alive
   size_t idle_ ABSL_GUARDED_BY(mu_) = 0;     // waiting for a job
+  size_t starting_ ABSL_GUARDED_BY(mu_) = 0;  // started, not in Loop yet
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::thread> running_ ABSL_GUARDED_BY(mu_);
