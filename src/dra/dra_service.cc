@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dra/dra_metrics.h"
+#include "dra/k8s_names.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "drahealth/v1alpha1/api.grpc.pb.h"
@@ -58,43 +59,6 @@ constexpr size_t kMaxClaimsPerCall = 256;
 // A per-claim error in an answer, in bytes: 256 of them stay far below the
 // kubelet's 4 MiB message limit.
 constexpr size_t kMaxClaimError = 4096;
-
-bool IsLowerAlnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-// A Kubernetes UID: a UUID in practice; letters, digits and '-', at most
-// 128 characters, so it is safe as a file name and a map key.
-bool IsUid(const std::string& s) {
-  if (s.empty() || s.size() > 128) return false;
-  for (char c : s) {
-    if (!IsLowerAlnum(c) && !(c >= 'A' && c <= 'Z') && c != '-') return false;
-  }
-  return true;
-}
-
-// A DNS label (RFC 1123): namespaces.
-bool IsDnsLabel(const std::string& s) {
-  if (s.empty() || s.size() > 63) return false;
-  for (char c : s) {
-    if (!IsLowerAlnum(c) && c != '-') return false;
-  }
-  return IsLowerAlnum(s.front()) && IsLowerAlnum(s.back());
-}
-
-// A DNS subdomain (RFC 1123): object names.
-bool IsDnsSubdomain(const std::string& s) {
-  if (s.empty() || s.size() > 253) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (IsLowerAlnum(c)) continue;
-    if (c != '-' && c != '.') return false;
-    // Every dot-separated label starts and ends with a letter or digit.
-    if (i == 0 || i + 1 == s.size() || !IsLowerAlnum(s[i - 1])) return false;
-    if (c == '.' && !IsLowerAlnum(s[i + 1])) return false;
-  }
-  return true;
-}
 
 // The claims of a call, checked. A UID that is not one fails the whole
 // call (it could not key its own answer); a bad namespace or name fails

@@ -5,19 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "dra/claim_json.h"
+#include "dra/k8s_names.h"
 
 namespace gdp::dra {
-namespace {
-
-// Namespaces and claim names are DNS names: nothing that could change the
-// request path.
-bool IsDnsName(const std::string& s) {
-  return !s.empty() && s.size() <= 253 &&
-         s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-.") ==
-             std::string::npos;
-}
-
-}  // namespace
 
 KubeClaimReader::KubeClaimReader(ClientFactory factory, std::string driver_name,
                                  size_t clients)
@@ -73,10 +63,11 @@ void KubeClaimReader::Give(kube::Client* client) {
 absl::StatusOr<AllocatedClaim> KubeClaimReader::Read(const ClaimRef& ref,
                                                      absl::Time deadline,
                                                      CallBudget& caller) {
-  if (!IsDnsName(ref.ns) || !IsDnsName(ref.name)) {
+  // Nothing that could change the request path.
+  if (!IsDnsLabel(ref.ns) || !IsDnsSubdomain(ref.name)) {
     return absl::InvalidArgumentError(
-        "the claim's namespace and name must be DNS names (lower-case "
-        "letters, digits, '-' and '.')");
+        "the claim's namespace must be a DNS label and its name a DNS "
+        "subdomain (lower-case letters, digits, '-' and '.')");
   }
   absl::StatusOr<kube::Client*> api = Take(deadline);
   if (!api.ok()) {
