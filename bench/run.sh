@@ -150,8 +150,9 @@ each sending one to every GPU but gpu-0 (which first gets an untimed
 one, resent until its taint shows, so the health monitor is known to be
 watching), then one to every GPU again once its taint went. Republish:
 DeleteCollection of the node's slices, as the kubelet does when it
-starts, until the watch sees the 8 devices again; 20 rounds, 100 ms
-apart.
+starts, until the watch sees the 8 devices again; 5 rounds, 100 ms
+apart (more in a row are rate limited as a fight over the pool:
+docs/dra.md).
 
 $dra
 

@@ -49,7 +49,7 @@ void ForeignWriteLimiter::Advance(absl::Time now) {
       now - last_undone_ >= pacing_.calm_after) {
     tokens_ = pacing_.burst;
     interval_ = pacing_.interval;
-    rounds_ = 0;
+    fighting_ = false;
     last_undone_ = absl::InfinitePast();
   } else if (refilled_ != absl::InfinitePast() && now > refilled_) {
     tokens_ = std::min<double>(
@@ -74,8 +74,11 @@ void ForeignWriteLimiter::Take(absl::Time now) {
 bool ForeignWriteLimiter::Undid(absl::Time now) {
   Advance(now);
   last_undone_ = now;
+  if (tokens_ >= 1 - 1e-6) return false;  // within the burst
   interval_ = std::min(interval_ * 2, pacing_.max_interval);
-  return ++rounds_ == pacing_.fight_rounds;
+  const bool begins = !fighting_;
+  fighting_ = true;
+  return begins;
 }
 
 }  // namespace gdp::dra

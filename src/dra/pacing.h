@@ -77,19 +77,17 @@ class WatchPacer {
 };
 
 struct ForeignWritePacing {
-  // Reconciles that foreign writes may trigger at once after a calm spell.
+  // Reconciles that foreign writes may trigger at once after a calm spell
+  // (the kubelet deleting our slices when it starts needs one).
   int burst = 5;
-  // One more is allowed per `interval`; every foreign write we had to undo
-  // (a round of a fight over the pool) doubles the interval, up to
-  // max_interval.
+  // One more is allowed per `interval`. Once the burst is spent, every
+  // foreign write we undo (a round of a fight over the pool) doubles the
+  // interval, up to max_interval.
   absl::Duration interval = absl::Seconds(1);
   absl::Duration max_interval = absl::Minutes(1);
   // No foreign write undone for this long: the fight is over, back to
   // `burst` tokens and `interval`.
   absl::Duration calm_after = absl::Minutes(2);
-  // Rounds in a row (without a calm spell) that make it a fight worth a
-  // warning.
-  int fight_rounds = 3;
 };
 
 // A token bucket for reconciles triggered only by others' writes. Not
@@ -106,8 +104,9 @@ class ForeignWriteLimiter {
   void Take(absl::Time now);
 
   // The reconcile after a foreign write had to write (it undid someone
-  // else's change): one round of a fight. Result: true for the round that
-  // makes it a fight (fight_rounds in a row), once per fight.
+  // else's change). With the burst spent, that is a round of a fight: the
+  // interval doubles. Result: true for the first such round since the
+  // last calm spell (the fight begins).
   bool Undid(absl::Time now);
 
   absl::Duration interval() const { return interval_; }
@@ -121,7 +120,7 @@ class ForeignWriteLimiter {
   absl::Duration interval_;
   absl::Time refilled_ = absl::InfinitePast();  // tokens_ counted up to here
   absl::Time last_undone_ = absl::InfinitePast();
-  int rounds_ = 0;
+  bool fighting_ = false;
 };
 
 }  // namespace gdp::dra

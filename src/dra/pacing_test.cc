@@ -143,7 +143,6 @@ ForeignWritePacing TestPacing() {
   p.interval = absl::Seconds(1);
   p.max_interval = absl::Seconds(8);
   p.calm_after = absl::Minutes(1);
-  p.fight_rounds = 3;
   return p;
 }
 
@@ -177,12 +176,13 @@ TEST(ForeignWriteLimiterTest, TightensWhileAFightGoesOnAndRelaxesAfter) {
     fights.push_back(l.Undid(t));
     intervals.push_back(absl::ToInt64Seconds(l.interval()));
   }
-  EXPECT_EQ(intervals, (std::vector<int64_t>{2, 4, 8, 8, 8, 8}));
-  // The third round in a row is a fight: said once.
+  // Within the burst (3) nothing tightens; the round that spends it
+  // begins the fight (said once), and each one after doubles the interval.
+  EXPECT_EQ(intervals, (std::vector<int64_t>{1, 1, 2, 4, 8, 8}));
   EXPECT_EQ(fights,
             (std::vector<bool>{false, false, true, false, false, false}));
-  // Rounds 4-6 waited for tokens: 6 rounds took more than 3 intervals.
-  EXPECT_GT(t - kT0, absl::Seconds(8));
+  // Rounds 4-6 waited for their tokens: 2 + 4 + 8 s.
+  EXPECT_EQ(t - kT0, absl::Seconds(14));
   // A calm minute: back to the burst and the first interval.
   t += absl::Minutes(1);
   for (int i = 0; i < 3; ++i) {
@@ -190,7 +190,7 @@ TEST(ForeignWriteLimiterTest, TightensWhileAFightGoesOnAndRelaxesAfter) {
     l.Take(t);
   }
   EXPECT_EQ(l.interval(), absl::Seconds(1));
-  EXPECT_FALSE(l.Undid(t));  // a new count of rounds
+  EXPECT_TRUE(l.Undid(t));  // the burst spent again: a new fight, said again
 }
 
 TEST(ForeignWriteLimiterTest, ForeignWritesNotUndoneDoNotTighten) {

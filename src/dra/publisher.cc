@@ -238,15 +238,16 @@ void SlicePublisher::Step(absl::Duration max_wait) {
         LOG_WARN(
             "The ResourceSlices of pool {} (driver {}) keep being rewritten "
             "by another writer, {}, and we keep putting ours back: from now "
-            "on at most once every {} while this goes on. Two drivers "
-            "publish the same pool: is NVIDIA's DRA driver still running on "
-            "this node? Remove it (see docs/dra.md, migrating from NVIDIA's "
-            "driver).",
+            "on at most once every {}, then less often up to once every {} "
+            "while this goes on. Two drivers publish the same pool: is "
+            "NVIDIA's DRA driver still running on this node? Remove it (see "
+            "docs/dra.md, migrating from NVIDIA's driver).",
             options_.node_name, options_.driver_name,
             other_writer_.empty()
                 ? std::string("unknown (no managedFields)")
                 : absl::StrCat("field manager \"", other_writer_, "\""),
-            absl::FormatDuration(foreign_.interval()));
+            absl::FormatDuration(foreign_.interval()),
+            absl::FormatDuration(options_.foreign.max_interval));
       }
     } else if (!stopping_) {
       // Retried after the backoff; a retry of a reconcile that only
