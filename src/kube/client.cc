@@ -217,7 +217,7 @@ absl::StatusOr<nlohmann::json> Client::Unary(
     }
     ex.body = std::move(answer.body());
 
-    absl::Duration wait = backoff * absl::Uniform(jitter, 0.8, 1.0);
+    absl::Duration wait = backoff * absl::Uniform(jitter, 0.5, 1.0);
     if (ex.error != 0) {
       last_timed_out =
           ex.error == static_cast<int>(httplib::Error::ConnectionTimeout) ||

@@ -42,7 +42,8 @@ struct WatchEvent {
 // How unary calls retry.
 struct RetryPolicy {
   // The first wait between attempts, doubled after each up to max_backoff
-  // (each wait is jittered down by up to a fifth).
+  // (each wait is drawn from its upper half, so clients that failed
+  // together do not retry together).
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(2);
   // The total time of one call over all its attempts (including the wait
