@@ -4,10 +4,10 @@
 #include <functional>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "dra/k8s_names.h"
 #include "dra/quantity.h"
 #include "util/quote.h"
 
@@ -227,34 +227,6 @@ std::string Child(const std::string& path, const char* field) {
 constexpr size_t kMaxResults = 32;
 constexpr size_t kMaxConfigs = 64;
 constexpr size_t kMaxConfigRequests = 32;
-// Kubernetes UIDs are UUIDs (36 characters); this leaves room.
-constexpr size_t kMaxUid = 128;
-
-bool IsLowerAlnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-// RFC 1123 label: at most 63 lower-case letters, digits and '-', starting
-// and ending with a letter or digit.
-bool IsDnsLabel(absl::string_view s) {
-  if (s.empty() || s.size() > 63 || !IsLowerAlnum(s.front()) ||
-      !IsLowerAlnum(s.back())) {
-    return false;
-  }
-  for (char c : s) {
-    if (!IsLowerAlnum(c) && c != '-') return false;
-  }
-  return true;
-}
-
-// RFC 1123 subdomain of at most `max` characters: labels joined by '.'.
-bool IsDnsSubdomain(absl::string_view s, size_t max) {
-  if (s.empty() || s.size() > max) return false;
-  for (absl::string_view label : absl::StrSplit(s, '.')) {
-    if (!IsDnsLabel(label)) return false;
-  }
-  return true;
-}
 
 // A pool name: DNS subdomains joined by '/', at most 253 characters.
 bool IsPoolName(absl::string_view s) {
@@ -271,16 +243,6 @@ bool IsRequestName(absl::string_view s) {
   std::vector<absl::string_view> parts = absl::StrSplit(s, '/');
   return parts.size() <= 2 &&
          std::all_of(parts.begin(), parts.end(), IsDnsLabel);
-}
-
-bool IsUid(absl::string_view s) {
-  if (s.empty() || s.size() > kMaxUid) return false;
-  for (char c : s) {
-    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-') {
-      return false;
-    }
-  }
-  return true;
 }
 
 // OK when `name` (at `path`) is a `kind` by `valid`; else the field named
@@ -399,8 +361,7 @@ absl::StatusOr<AllocatedClaim> ParseClaim(const json& claim,
   }
   if (absl::Status s =
           CheckName("metadata.uid", out.ref.uid, IsUid(out.ref.uid),
-                    absl::StrCat("at most ", kMaxUid,
-                                 " letters, digits and '-' (a UID)"));
+                    "at most 128 letters, digits and '-' (a UID)");
       !s.ok()) {
     return s;
   }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "dra/claim_json.h"
 #include "dra/k8s_names.h"
+#include "util/bounded_json.h"
 
 namespace gdp::dra {
 
@@ -75,6 +76,9 @@ absl::StatusOr<AllocatedClaim> KubeClaimReader::Read(const ClaimRef& ref,
         api.status().code(),
         absl::StrCat("reading the claim: ", api.status().message()));
   }
+  // Declared before the claim's tree: a large one's freed memory is given
+  // back when Read returns.
+  ScopedMemoryRelease release;
   absl::StatusOr<nlohmann::json> object;
   {
     ScopedOnCancel stop(caller, [c = *api] { c->Cancel(); });
