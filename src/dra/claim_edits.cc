@@ -51,14 +51,20 @@ std::string ClaimCdiDeviceName(const std::string& claim_uid,
   return absl::StrCat(claim_uid, "-", device);
 }
 
-std::string ClaimCdiId(const std::string& claim_uid,
+std::string ClaimCdiKind(const std::string& driver_name) {
+  return absl::StrCat("k8s.", driver_name, "/claim");
+}
+
+std::string ClaimCdiId(const std::string& driver_name,
+                       const std::string& claim_uid,
                        const std::string& device) {
-  return absl::StrCat(kClaimCdiKind, "=",
+  return absl::StrCat(ClaimCdiKind(driver_name), "=",
                       ClaimCdiDeviceName(claim_uid, device));
 }
 
-std::string ClaimSpecFileName(const std::string& claim_uid) {
-  return absl::StrCat("k8s.gpu.nvidia.com-claim_", claim_uid, ".json");
+std::string ClaimSpecFileName(const std::string& driver_name,
+                              const std::string& claim_uid) {
+  return absl::StrCat("k8s.", driver_name, "-claim_", claim_uid, ".json");
 }
 
 absl::StatusOr<Sharing> SharingFor(const std::vector<DeviceConfig>& configs,

@@ -17,13 +17,18 @@
 namespace gdp::dra {
 
 // The CDI kind of claim specs and how its devices and files are named, as
-// NVIDIA's driver names them: device "<claim UID>-<device name>", file
-// "k8s.gpu.nvidia.com-claim_<claim UID>.json".
-inline constexpr char kClaimCdiKind[] = "k8s.gpu.nvidia.com/claim";
+// NVIDIA's driver names them from its driver name: vendor "k8s.<driver>",
+// class "claim", so kind "k8s.<driver>/claim" (k8s.gpu.nvidia.com/claim for
+// gpu.nvidia.com), device "<claim UID>-<device name>", file
+// "k8s.<driver>-claim_<claim UID>.json". A claim UID with a '/' would make
+// a file name cdi::WriteSpec and cdi::RemoveSpec refuse.
+std::string ClaimCdiKind(const std::string& driver_name);
 std::string ClaimCdiDeviceName(const std::string& claim_uid,
                                const std::string& device);
-std::string ClaimCdiId(const std::string& claim_uid, const std::string& device);
-std::string ClaimSpecFileName(const std::string& claim_uid);
+std::string ClaimCdiId(const std::string& driver_name,
+                       const std::string& claim_uid, const std::string& device);
+std::string ClaimSpecFileName(const std::string& driver_name,
+                              const std::string& claim_uid);
 
 // The sharing configuration for `result` (a result of our driver, on
 // `device`, a MIG device when mig_gi >= 0): the last of `configs` whose

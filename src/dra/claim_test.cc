@@ -354,8 +354,16 @@ TEST(SharingForTest, NvidiasPrecedence) {
 }
 
 TEST(ClaimCdiDevicesTest, NamesNodesAndMps) {
-  EXPECT_EQ(ClaimCdiId("u-1", "gpu-0"), "k8s.gpu.nvidia.com/claim=u-1-gpu-0");
-  EXPECT_EQ(ClaimSpecFileName("u-1"), "k8s.gpu.nvidia.com-claim_u-1.json");
+  // NVIDIA's names for gpu.nvidia.com; another driver name, its own.
+  EXPECT_EQ(ClaimCdiKind("gpu.nvidia.com"), "k8s.gpu.nvidia.com/claim");
+  EXPECT_EQ(ClaimCdiId("gpu.nvidia.com", "u-1", "gpu-0"),
+            "k8s.gpu.nvidia.com/claim=u-1-gpu-0");
+  EXPECT_EQ(ClaimSpecFileName("gpu.nvidia.com", "u-1"),
+            "k8s.gpu.nvidia.com-claim_u-1.json");
+  EXPECT_EQ(ClaimCdiId("gpu.example.com", "u-1", "gpu-0"),
+            "k8s.gpu.example.com/claim=u-1-gpu-0");
+  EXPECT_EQ(ClaimSpecFileName("gpu.example.com", "u-1"),
+            "k8s.gpu.example.com-claim_u-1.json");
   std::vector<ClaimDevice> devices = {{"gpu-0", GpuDevice(), Sharing{}},
                                       {MigDevice().id, MigDevice(), Sharing{}}};
   absl::StatusOr<std::vector<cdi::CdiDevice>> out =

@@ -110,7 +110,7 @@ absl::Status DraDriver::Apply(const NodeGpus& node,
   // Claim specs are built from what is found here, once, not per claim.
   auto base = std::make_shared<ClaimSpecBase>();
   base->cdi = options_.cdi;
-  base->cdi.kind = kClaimCdiKind;
+  base->cdi.kind = ClaimCdiKind(options_.driver_name);
   base->cdi.driver_version = node.driver_version;
   const std::string& lookup = options_.cdi.lookup_root.empty()
                                   ? options_.cdi.host_driver_root

@@ -14,12 +14,22 @@
 #include "dra/claim_edits.h"
 #include "util/file_watcher.h"
 #include "util/logging.h"
+#include "util/quote.h"
 
 namespace gdp::dra {
 namespace {
 
+// "claim <namespace>/<name> (<uid>)", each part cut: what the kubelet
+// sent is checked at the gRPC edge, but a message never trusts it.
 std::string Label(const ClaimRef& ref) {
-  return absl::StrCat("claim ", Describe(ref), " (", ref.uid, ")");
+  return absl::StrCat("claim ", CutText(Describe(ref), 320), " (",
+                      CutText(ref.uid, 128), ")");
+}
+
+// A claim's error for the kubelet and the log: its label and `what`, cut to
+// kMaxClaimErrorBytes (escaped where not UTF-8: the answer is protobuf).
+std::string ClaimError(const ClaimRef& ref, absl::string_view what) {
+  return CutText(absl::StrCat(Label(ref), ": ", what), kMaxClaimErrorBytes);
 }
 
 }  // namespace
@@ -112,11 +122,12 @@ absl::Status Preparer::WriteSpec(const PreparedClaim& claim) {
       claim.ref.uid, devices, options_.driver_name, base_->mps_root);
   if (!cdi_devices.ok()) return cdi_devices.status();
   cdi::CdiSpecOptions o = base_->cdi;
-  o.kind = kClaimCdiKind;
+  o.kind = ClaimCdiKind(options_.driver_name);
   absl::StatusOr<nlohmann::json> spec =
       cdi::BuildDeviceSpec(o, base_->files, base_->control_nodes, *cdi_devices);
   if (!spec.ok()) return spec.status();
-  return cdi::WriteSpec(options_.cdi_dir, ClaimSpecFileName(claim.ref.uid),
+  return cdi::WriteSpec(options_.cdi_dir,
+                        ClaimSpecFileName(options_.driver_name, claim.ref.uid),
                         *spec);
 }
 
@@ -131,14 +142,15 @@ PrepareResult Preparer::Prepare(const ClaimRef& ref, absl::Time deadline,
       std::error_code ec;
       absl::Status s = absl::OkStatus();
       if (!std::filesystem::exists(
-              absl::StrCat(options_.cdi_dir, "/", ClaimSpecFileName(ref.uid)),
+              absl::StrCat(options_.cdi_dir, "/",
+                           ClaimSpecFileName(options_.driver_name, ref.uid)),
               ec)) {
         s = WriteSpec(it->second);
       }
       if (!s.ok()) {
-        result.error = absl::StrCat(
-            Label(ref),
-            ": prepared, but its CDI spec cannot be written: ", s.message());
+        result.error = ClaimError(
+            ref, absl::StrCat("prepared, but its CDI spec cannot be written: ",
+                              s.message()));
       } else {
         result.devices = it->second.devices;
       }
@@ -163,7 +175,7 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
                                    CallBudget& caller) {
   PrepareResult result;
   auto fail = [&](absl::string_view what) {
-    result.error = absl::StrCat(Label(ref), ": ", what);
+    result.error = ClaimError(ref, what);
     LOG_WARN("Cannot prepare {}", result.error);
     return result;
   };
@@ -234,7 +246,10 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
     if (!sharing.ok()) return fail(sharing.status().message());
     prepared.sharing.emplace(r->device, *sharing);
     prepared.devices.push_back(
-        {{r->request}, r->pool, r->device, {ClaimCdiId(ref.uid, r->device)}});
+        {{r->request},
+         r->pool,
+         r->device,
+         {ClaimCdiId(options_.driver_name, ref.uid, r->device)}});
   }
   absl::MutexLock lock(&mu_);
   if (auto it = checkpoint_.claims.find(ref.uid);
@@ -243,9 +258,9 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
     return result;
   }
   if (reading_[ref.uid].unprepared) {
-    result.error = absl::StrCat(
-        Label(ref),
-        ": it was unprepared while it was being read; not prepared (the "
+    result.error = ClaimError(
+        ref,
+        "it was unprepared while it was being read; not prepared (the "
         "kubelet asks again if a pod still needs it)");
     LOG_WARN("Cannot prepare {}", result.error);
     return result;
@@ -256,7 +271,8 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
   checkpoint_.claims[ref.uid] = prepared;
   if (absl::Status s = SaveLocked(); !s.ok()) {
     checkpoint_.claims.erase(ref.uid);
-    (void)cdi::RemoveSpec(options_.cdi_dir, ClaimSpecFileName(ref.uid));
+    (void)cdi::RemoveSpec(options_.cdi_dir,
+                          ClaimSpecFileName(options_.driver_name, ref.uid));
     return fail(absl::StrCat("recording it in the checkpoint: ", s.message()));
   }
   LOG_INFO("Prepared {}: {}", Label(ref), [&] {
@@ -281,11 +297,11 @@ std::map<std::string, std::string> Preparer::Unprepare(
     if (auto it = reading_.find(ref.uid); it != reading_.end()) {
       it->second.unprepared = true;  // its Prepare writes nothing
     }
-    if (absl::Status s =
-            cdi::RemoveSpec(options_.cdi_dir, ClaimSpecFileName(ref.uid));
+    if (absl::Status s = cdi::RemoveSpec(
+            options_.cdi_dir, ClaimSpecFileName(options_.driver_name, ref.uid));
         !s.ok()) {
       out[ref.uid] =
-          absl::StrCat(Label(ref), ": removing its CDI spec: ", s.message());
+          ClaimError(ref, absl::StrCat("removing its CDI spec: ", s.message()));
       continue;
     }
     auto it = checkpoint_.claims.find(ref.uid);
@@ -297,8 +313,8 @@ std::map<std::string, std::string> Preparer::Unprepare(
     checkpoint_.claims.erase(it);
     if (absl::Status s = SaveLocked(); !s.ok()) {
       checkpoint_.claims[ref.uid] = std::move(kept);
-      out[ref.uid] =
-          absl::StrCat(Label(ref), ": updating the checkpoint: ", s.message());
+      out[ref.uid] = ClaimError(
+          ref, absl::StrCat("updating the checkpoint: ", s.message()));
       continue;
     }
     LOG_INFO("Unprepared {}", Label(ref));

@@ -40,7 +40,7 @@ class ClaimReader {
 // What claim specs are built from, fixed between reloads (found once, not
 // per claim).
 struct ClaimSpecBase {
-  cdi::CdiSpecOptions cdi;  // kind kClaimCdiKind; host roots
+  cdi::CdiSpecOptions cdi;  // kind ClaimCdiKind(driver); host roots
   cdi::DriverFiles files;
   std::vector<std::string> control_nodes;
   std::string mps_root;  // empty: MPS sharing is refused
@@ -54,7 +54,13 @@ struct PreparerOptions {
   std::string boot_id;  // this boot's; recorded with the checkpoint
 };
 
-// The answer for one claim: its devices, or why it failed.
+// The most a claim's error may take: a call may carry many claims, and the
+// kubelet refuses a gRPC answer over 4 MiB, so one claim (a 5 MB name, a
+// long message from the API server) must not take the others' answers.
+inline constexpr size_t kMaxClaimErrorBytes = 2048;
+
+// The answer for one claim: its devices, or why it failed (at most
+// kMaxClaimErrorBytes).
 struct PrepareResult {
   std::vector<PreparedDevice> devices;
   std::string error;  // empty on success

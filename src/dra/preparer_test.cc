@@ -176,6 +176,53 @@ TEST_F(PreparerTest, RestartAndRebootKeepClaimsAndRewriteSpecs) {
   }
 }
 
+// --dra-driver-name names the claims' CDI kind and spec files as NVIDIA's
+// driver does from its own name (k8s.<driver>/claim, k8s.<driver>-claim_
+// <uid>.json), so two drivers on a node never write each other's specs.
+TEST_F(PreparerTest, SpecFilesAndCdiIdsFollowTheDriverName) {
+  reader_.claims["ns/ex"] =
+      Allocated("ex", "u-9", {{"gpu", "gpu.example.com", "node-1", "gpu-0"}});
+  auto p = Make("boot-1", "gpu.example.com");
+  ASSERT_TRUE(p->Start().ok());
+  PrepareResult r = p->Prepare({{"ns", "ex", "u-9"}})["u-9"];
+  ASSERT_EQ(r.error, "");
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_THAT(r.devices[0].cdi_ids,
+              ElementsAre("k8s.gpu.example.com/claim=u-9-gpu-0"));
+  const fs::path spec = dir_ / "cdi" / "k8s.gpu.example.com-claim_u-9.json";
+  ASSERT_TRUE(fs::exists(spec));
+  EXPECT_FALSE(fs::exists(dir_ / "cdi" / "k8s.gpu.nvidia.com-claim_u-9.json"));
+  nlohmann::json parsed = nlohmann::json::parse(ReadFileOrEmpty(spec));
+  EXPECT_EQ(parsed["kind"], "k8s.gpu.example.com/claim");
+  EXPECT_TRUE(cdi::ValidateSpec(parsed).ok()) << cdi::ValidateSpec(parsed);
+  EXPECT_EQ(p->Unprepare({{"ns", "ex", "u-9"}})["u-9"], "");
+  EXPECT_FALSE(fs::exists(spec));
+}
+
+// One claim's error cannot push the kubelet's answer past its 4 MiB: it is
+// cut, whatever the API server or the claim said.
+TEST_F(PreparerTest, AClaimsErrorIsCut) {
+  reader_.claims["ns/long-device"] = Allocated(
+      "long-device", "u-8",
+      {{"gpu", "gpu.nvidia.com", "node-1", std::string(5 << 20, 'd')}});
+  reader_.on_read = [](const ClaimRef& ref, absl::Time, CallBudget&) {
+    return ref.name == "huge-error"
+               ? absl::UnavailableError(std::string(5 << 20, 'x'))
+               : absl::OkStatus();
+  };
+  auto p = Make();
+  ASSERT_TRUE(p->Start().ok());
+  auto out = p->Prepare({{"ns", "huge-error", "u-7"},
+                         {"ns", "long-device", "u-8"},
+                         {"ns", "one", "u-1"}});
+  for (const char* uid : {"u-7", "u-8"}) {
+    SCOPED_TRACE(uid);
+    EXPECT_LE(out[uid].error.size(), 2100u);
+    EXPECT_THAT(out[uid].error, HasSubstr("bytes)"));
+  }
+  EXPECT_EQ(out["u-1"].error, "");
+}
+
 TEST_F(PreparerTest, CorruptCheckpointIsSetAsideNotFatal) {
   std::ofstream(dir_ / "cp.json") << "{\"kind\": 3";
   auto p = Make();

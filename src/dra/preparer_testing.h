@@ -84,9 +84,10 @@ class PreparerTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::unique_ptr<Preparer> Make(const std::string& boot = "boot-1") {
+  std::unique_ptr<Preparer> Make(const std::string& boot = "boot-1",
+                                 const std::string& driver = "gpu.nvidia.com") {
     auto p = std::make_unique<Preparer>(
-        PreparerOptions{.driver_name = "gpu.nvidia.com",
+        PreparerOptions{.driver_name = driver,
                         .pool = "node-1",
                         .cdi_dir = (dir_ / "cdi").string(),
                         .checkpoint_path = (dir_ / "cp.json").string(),
@@ -97,7 +98,7 @@ class PreparerTest : public ::testing::Test {
   }
 
   std::string SpecPath(const std::string& uid) {
-    return (dir_ / "cdi" / ClaimSpecFileName(uid)).string();
+    return (dir_ / "cdi" / ClaimSpecFileName("gpu.nvidia.com", uid)).string();
   }
 
   static inline int n_ = 0;
