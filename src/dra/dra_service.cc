@@ -12,6 +12,7 @@
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "rpc/device_stream.h"
 #include "util/logging.h"
+#include "util/quote.h"
 
 namespace gdp::dra {
 namespace {
@@ -44,15 +45,6 @@ struct Api<dra_v1beta1::DRAPlugin> {
   static constexpr const char* kName = "v1beta1";
 };
 
-// At most `max` bytes of `s`, not cutting a UTF-8 sequence (protobuf
-// strings must be valid UTF-8).
-std::string Utf8Prefix(const std::string& s, size_t max) {
-  if (s.size() <= max) return s;
-  size_t n = max;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-  return s.substr(0, n);
-}
-
 // The kubelet's claims come from the API server; anything else at this edge
 // is refused before it reaches a path, a log line or an answer.
 constexpr size_t kMaxClaimsPerCall = 256;
@@ -74,16 +66,15 @@ absl::StatusOr<std::vector<ClaimRef>> CheckedRefs(
   out.reserve(claims.size());
   for (const auto& c : claims) {
     if (!IsUid(c.uid())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "claim UID \"", Utf8Prefix(c.uid(), 64),
-          c.uid().size() > 64 ? "..." : "",
-          "\" is not a UID (letters, digits and '-', at most 128)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("claim UID ", Quote(c.uid(), 64),
+                       " is not a UID (letters, digits and '-', at most 128)"));
     }
     if (!IsDnsLabel(c.namespace_()) || !IsDnsSubdomain(c.name())) {
       invalid[c.uid()] = absl::StrCat(
-          "claim ", c.uid(), ": namespace \"", Utf8Prefix(c.namespace_(), 64),
-          "\" and name \"", Utf8Prefix(c.name(), 64),
-          "\" must be a DNS label and a DNS subdomain");
+          "claim ", c.uid(), ": namespace ", Quote(c.namespace_(), 64),
+          " and name ", Quote(c.name(), 64),
+          " must be a DNS label and a DNS subdomain");
       continue;
     }
     out.push_back({c.namespace_(), c.name(), c.uid()});
@@ -162,7 +153,7 @@ class DraPluginService final : public RpcService {
             auto& out = (*resp.mutable_claims())[uid];
             Count("prepare", r.error.empty());
             if (!r.error.empty()) {
-              out.set_error(Utf8Prefix(r.error, kMaxClaimError));
+              out.set_error(CutText(r.error, kMaxClaimError));
               continue;
             }
             for (const PreparedDevice& d : r.devices) {
@@ -214,7 +205,7 @@ class DraPluginService final : public RpcService {
           for (auto& [uid, error] : errors) {
             Count("unprepare", error.empty());
             (*resp.mutable_claims())[uid].set_error(
-                Utf8Prefix(error, kMaxClaimError));
+                CutText(error, kMaxClaimError));
           }
           DraMetrics::Get().duration.With({"unprepare"}).ObserveSince(start);
           reply(grpc::Status::OK, std::move(resp));
@@ -269,7 +260,7 @@ class HealthService final : public RpcService {
       h->set_health(d.health == Health::kHealthy ? v1alpha1::HEALTHY
                                                  : v1alpha1::UNHEALTHY);
       h->set_last_updated_time(now);
-      h->set_message(Utf8Prefix(d.unhealthy_reason, kMaxHealthMessage));
+      h->set_message(CutText(d.unhealthy_reason, kMaxHealthMessage));
     }
   }
 
