@@ -272,30 +272,42 @@ TEST_F(DraTest, MigMachines) {
 namespace gdp {
 namespace {
 
+class DraHungApiTest : public DraTest {
+ protected:
+  // Claims c0..c4 on gpu-0..gpu-4 in namespace ns, and an API server that
+  // from now on accepts reads of them and never answers. Returns the
+  // dra-kubelet command preparing all five; `uids` gets their UIDs.
+  std::string FiveClaimsOnAHungApiServer(std::vector<std::string>& uids) {
+    std::string command = "prepare -";
+    for (int i = 0; i < 5; ++i) {
+      const std::string name = absl::StrCat("c", i);
+      uids.push_back(CreateClaim(name, {Result(absl::StrCat("gpu-", i))}));
+      absl::StrAppend(&command, " ns/", name, "/", uids.back());
+    }
+    absl::StatusOr<json> fault = api_client_->Create(
+        "/emulator/faults",
+        {{"methods", {"GET"}},
+         {"path_prefix",
+          "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims"},
+         {"delay_seconds", 120},
+         {"count", -1}});
+    EXPECT_TRUE(fault.ok()) << fault.status();
+    return command;
+  }
+};
+
 // An API server that accepts claim reads and never answers: each claim of
 // a 5-claim prepare gets its own error before the kubelet's deadline; an
 // unprepare sent meanwhile answers at once; a socket removed meanwhile is
 // served again at once.
-TEST_F(DraTest, HungApiServerAnswersEveryClaimInTime) {
+TEST_F(DraHungApiTest, HungApiServerAnswersEveryClaimInTime) {
   StartApiServer();
   StartDraKubelet({"--call-timeout", "8"});
   StartDraPlugin();
   Registered();
   ASSERT_TRUE(WaitForDevices(8));
-  std::string command = "prepare -";
   std::vector<std::string> uids;
-  for (int i = 0; i < 5; ++i) {
-    const std::string name = absl::StrCat("c", i);
-    uids.push_back(CreateClaim(name, {Result(absl::StrCat("gpu-", i))}));
-    absl::StrAppend(&command, " ns/", name, "/", uids.back());
-  }
-  absl::StatusOr<json> fault = api_client_->Create(
-      "/emulator/faults",
-      {{"methods", {"GET"}},
-       {"path_prefix", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims"},
-       {"delay_seconds", 120},
-       {"count", -1}});
-  ASSERT_TRUE(fault.ok()) << fault.status();
+  const std::string command = FiveClaimsOnAHungApiServer(uids);
 
   const absl::Time start = absl::Now();
   dra_kubelet_->WriteLine(command);
@@ -340,28 +352,14 @@ TEST_F(DraTest, HungApiServerAnswersEveryClaimInTime) {
 
 // The same prepare with nothing else going on: every claim answered with
 // its own error inside the deadline, not DEADLINE_EXCEEDED for the call.
-TEST_F(DraTest, HungApiServerEachClaimItsOwnError) {
+TEST_F(DraHungApiTest, HungApiServerEachClaimItsOwnError) {
   StartApiServer();
   StartDraKubelet({"--call-timeout", "5"});
   StartDraPlugin();
   Registered();
   ASSERT_TRUE(WaitForDevices(8));
-  std::string command = "prepare -";
   std::vector<std::string> uids;
-  for (int i = 0; i < 5; ++i) {
-    const std::string name = absl::StrCat("c", i);
-    uids.push_back(CreateClaim(name, {Result(absl::StrCat("gpu-", i))}));
-    absl::StrAppend(&command, " ns/", name, "/", uids.back());
-  }
-  ASSERT_TRUE(api_client_
-                  ->Create("/emulator/faults",
-                           {{"methods", {"GET"}},
-                            {"path_prefix",
-                             "/apis/resource.k8s.io/v1/namespaces/ns/"
-                             "resourceclaims"},
-                            {"delay_seconds", 120},
-                            {"count", -1}})
-                  .ok());
+  const std::string command = FiveClaimsOnAHungApiServer(uids);
   const absl::Time start = absl::Now();
   json out = KubeletCall(command);
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
