@@ -51,6 +51,9 @@ struct Seen {
   absl::Notification deferred_started;
   absl::Notification release;          // a deferred answer waits for this
   std::shared_ptr<CallBudget> budget;  // of the first deferred call
+  // The threads that answer later: they outlive the service (and so never
+  // hold up the server's shutdown); joined by the test.
+  std::vector<std::thread> repliers;
 };
 
 // Allocate answers with one container response per request, at once or
@@ -81,10 +84,6 @@ class TestService final : public RpcService {
             })),
         delay_(delay) {}
 
-  ~TestService() override {
-    for (std::thread& t : repliers_) t.join();
-  }
-
   grpc::Service* grpc_service() override { return &service_; }
   void Arm(CallQueue& queue) override {
     UnaryCall<AllocateRequest, AllocateResponse>::Arm(allocate_, queue);
@@ -96,30 +95,31 @@ class TestService final : public RpcService {
   // `delay` has passed and seen.release is notified.
   void Allocate(const AllocateRequest& req, std::shared_ptr<CallBudget> budget,
                 DeferredReply<AllocateResponse> reply) {
-    auto answer = [this, n = req.container_requests_size(),
+    auto answer = [&seen = seen_, n = req.container_requests_size(),
                    reply = std::move(reply)] {
       AllocateResponse resp;
       for (int i = 0; i < n; ++i) resp.add_container_responses();
       if (reply(grpc::Status::OK, std::move(resp))) {
-        ++seen_.replied;
+        ++seen.replied;
       } else {
-        ++seen_.discarded;
+        ++seen.discarded;
       }
     };
     if (delay_ == absl::ZeroDuration()) {
       answer();
       return;
     }
-    repliers_.emplace_back(
-        [this, budget = std::move(budget), answer = std::move(answer)] {
-          if (!seen_.deferred_started.HasBeenNotified()) {
-            seen_.budget = budget;
-            seen_.deferred_started.Notify();
-          }
-          absl::SleepFor(delay_);
-          seen_.release.WaitForNotification();
-          answer();
-        });
+    seen_.repliers.emplace_back([&seen = seen_, delay = delay_,
+                                 budget = std::move(budget),
+                                 answer = std::move(answer)] {
+      if (!seen.deferred_started.HasBeenNotified()) {
+        seen.budget = budget;
+        seen.deferred_started.Notify();
+      }
+      absl::SleepFor(delay);
+      seen.release.WaitForNotification();
+      answer();
+    });
   }
 
   Seen& seen_;
@@ -127,7 +127,6 @@ class TestService final : public RpcService {
   const UnaryMethod<AllocateRequest, AllocateResponse> allocate_;
   const DeviceStreamMethod<Empty, ListAndWatchResponse> watch_;
   const absl::Duration delay_;
-  std::vector<std::thread> repliers_;  // the queue's thread only
 };
 
 class SocketServerTest : public ::testing::Test {
@@ -141,7 +140,12 @@ class SocketServerTest : public ::testing::Test {
     fs::create_directories(dir_);
     path_ = (dir_ / "s.sock").string();
   }
-  ~SocketServerTest() override { fs::remove_all(dir_); }
+  ~SocketServerTest() override {
+    server_.reset();
+    if (!seen_.release.HasBeenNotified()) seen_.release.Notify();
+    for (std::thread& t : seen_.repliers) t.join();
+    fs::remove_all(dir_);
+  }
 
   void Serve(absl::Duration delay) {
     auto server = SocketServer::Start(
@@ -263,20 +267,22 @@ TEST_F(SocketServerTest, ShutdownDoesNotWaitForAnAnswerGivenLater) {
   ASSERT_TRUE(
       seen_.deferred_started.WaitForNotificationWithTimeout(absl::Seconds(30)));
   const absl::Time start = absl::Now();
-  // (The test's service, destroyed with the server, then waits for its
-  // own thread, which waits for release.)
-  std::thread stop([&] { server_.reset(); });
-  // The server removes its socket once its calls are over. Without the
-  // fix that waits for the answer, which waits for release.
-  while (fs::exists(path_) && absl::Now() - start < absl::Seconds(10)) {
-    absl::SleepFor(absl::Milliseconds(2));
-  }
+  absl::Notification stopped;
+  std::thread stop([&] {
+    server_.reset();
+    stopped.Notify();
+  });
+  // Without the fix the server's shutdown waits for the answer, which
+  // waits for release.
+  const bool ended = stopped.WaitForNotificationWithTimeout(absl::Seconds(10));
   const absl::Duration took = absl::Now() - start;
-  const bool socket_gone = !fs::exists(path_);
   seen_.release.Notify();
   stop.join();
   caller.join();
-  EXPECT_TRUE(socket_gone) << "the server still waited after " << took;
+  for (std::thread& t : seen_.repliers) t.join();
+  seen_.repliers.clear();
+  EXPECT_TRUE(ended) << "the shutdown still waited after " << took;
+  EXPECT_FALSE(fs::exists(path_));
   EXPECT_TRUE(seen_.budget->cancelled());
   // Cancelled, or the transport closing first.
   EXPECT_TRUE(status.error_code() == grpc::CANCELLED ||
