@@ -452,12 +452,18 @@ void SlicePublisher::RunWatch() {
   absl::BitGen gen;
   WatchPacer pacer(options_.watch, gen);
   std::string rv;
+  bool relist = false;  // the last watch lost its connection
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;
       if (rv.empty()) rv = list_resource_version_;
     }
+    // After a backoff the pool may have changed unseen (an API server
+    // that came back without our slices): check it again as this watch
+    // starts, not only when the last one ended.
+    if (relist) MarkOutOfSync();
+    relist = false;
     kube::ListOptions watch;
     watch.field_selector = field_selector_;
     watch.resource_version = rv;
@@ -492,6 +498,7 @@ void SlicePublisher::RunWatch() {
       VLOG(1, "Watching ResourceSlices failed: {}", s.message());
       MarkOutOfSync();
       rv.clear();
+      relist = true;
     }
     DraMetrics::Get().watch_restarts.With({reason}).Increment();
     const absl::Time next = pacer.NextStart(started, ended);
