@@ -235,8 +235,8 @@ absl::StatusOr<nlohmann::json> Client::Unary(
       if (!decode) return nlohmann::json();
       absl::StatusOr<nlohmann::json> decoded = DecodeAnswer(ex.body);
       if (absl::IsResourceExhausted(decoded.status())) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            what, ": the answer is ", decoded.status().message()));
+        return absl::ResourceExhaustedError(
+            absl::StrCat(what, ": the answer is ", decoded.status().message()));
       }
       if (!decoded.ok()) {
         return absl::UnknownError(absl::StrCat(

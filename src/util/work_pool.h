@@ -55,8 +55,8 @@ class WorkPool {
   const WorkPoolOptions options_;
   mutable absl::Mutex mu_;
   std::deque<std::function<void()>> jobs_ ABSL_GUARDED_BY(mu_);
-  size_t threads_ ABSL_GUARDED_BY(mu_) = 0;  // alive
-  size_t idle_ ABSL_GUARDED_BY(mu_) = 0;     // waiting for a job
+  size_t threads_ ABSL_GUARDED_BY(mu_) = 0;   // alive
+  size_t idle_ ABSL_GUARDED_BY(mu_) = 0;      // waiting for a job
   size_t starting_ ABSL_GUARDED_BY(mu_) = 0;  // started, not in Loop yet
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;

@@ -274,6 +274,16 @@ namespace {
 
 class DraHungApiTest : public DraTest {
  protected:
+  // The emulator, a DRA kubelet whose calls have `call_timeout` seconds,
+  // and the plugin, registered and published.
+  void StartAll(const std::string& call_timeout) {
+    StartApiServer();
+    StartDraKubelet({"--call-timeout", call_timeout});
+    StartDraPlugin();
+    Registered();
+    ASSERT_TRUE(WaitForDevices(8));
+  }
+
   // Claims c0..c4 on gpu-0..gpu-4 in namespace ns, and an API server that
   // from now on accepts reads of them and never answers. Returns the
   // dra-kubelet command preparing all five; `uids` gets their UIDs.
@@ -301,11 +311,7 @@ class DraHungApiTest : public DraTest {
 // unprepare sent meanwhile answers at once; a socket removed meanwhile is
 // served again at once.
 TEST_F(DraHungApiTest, HungApiServerAnswersEveryClaimInTime) {
-  StartApiServer();
-  StartDraKubelet({"--call-timeout", "8"});
-  StartDraPlugin();
-  Registered();
-  ASSERT_TRUE(WaitForDevices(8));
+  StartAll("8");
   std::vector<std::string> uids;
   const std::string command = FiveClaimsOnAHungApiServer(uids);
 
@@ -353,11 +359,7 @@ TEST_F(DraHungApiTest, HungApiServerAnswersEveryClaimInTime) {
 // The same prepare with nothing else going on: every claim answered with
 // its own error inside the deadline, not DEADLINE_EXCEEDED for the call.
 TEST_F(DraHungApiTest, HungApiServerEachClaimItsOwnError) {
-  StartApiServer();
-  StartDraKubelet({"--call-timeout", "5"});
-  StartDraPlugin();
-  Registered();
-  ASSERT_TRUE(WaitForDevices(8));
+  StartAll("5");
   std::vector<std::string> uids;
   const std::string command = FiveClaimsOnAHungApiServer(uids);
   const absl::Time start = absl::Now();
