@@ -12,13 +12,14 @@ build=(
 # The clang + sanitizer build; the deploy tests (tests/deploy) render the
 # manifests with kubectl and check them with python3-kubernetes; the metrics
 # test parses /metrics with python3-prometheus-client; the Kubernetes API
-# server emulator (tests/kube) makes its CA with python3-cryptography; the
-# demo uses curl; the runtime tests (tests/runtime) and the demo's last step
-# build and run containers with podman and runc, on a base image made with
-# debootstrap.
+# server emulator (tests/kube) makes its CA with python3-cryptography and,
+# like the deploy tests, checks objects against the Kubernetes OpenAPI
+# schema with python3-jsonschema; the demo uses curl; the runtime tests
+# (tests/runtime) and the demo's last step build and run containers with
+# podman and runc, on a base image made with debootstrap.
 packages=("${build[@]}" clang libclang-rt-14-dev python3-kubernetes
-          python3-yaml python3-prometheus-client python3-cryptography curl
-          podman runc debootstrap)
+          python3-yaml python3-prometheus-client python3-cryptography
+          python3-jsonschema curl podman runc debootstrap)
 # Debian's kubectl conflicts with Google's kubectl package: only when none.
 command -v kubectl > /dev/null || packages+=(kubernetes-client)
 [ "${1:-}" = "--build" ] && packages=("${build[@]}")

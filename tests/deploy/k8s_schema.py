@@ -1,20 +1,31 @@
 """Offline checks of Kubernetes objects, as the API server would make them.
 
-check_object(obj) walks an object (a dict parsed from YAML) against the
-generated model classes of Debian's python3-kubernetes (22.6.0: every model
-has openapi_types, attribute_map and setters that refuse a missing required
-field), then makes the checks the API server makes that the schema cannot
-express (names, enums, privileged with allowPrivilegeEscalation: false,
+check_object(obj) checks an object (a dict parsed from YAML) with
+tests/kube/kube_schema.py (python3-jsonschema) against a JSON Schema made
+from the generated model classes of Debian's python3-kubernetes (22.6.0:
+every model has openapi_types, attribute_map and setters that refuse a
+missing required field; unknown fields are refused), then makes the checks
+the API server makes that the schema cannot express (names, enums, privileged with allowPrivilegeEscalation: false,
 selectors, volume and port references, ...). Every problem is returned as a
 string that starts with the field's path, e.g.
 "spec.template.spec.containers[0].ports[0].containerPort: expected an
 integer, got str '9445'".
 """
 
+import os
 import re
+import sys
 
 import kubernetes.client
 import kubernetes.client.models as models
+
+sys.dont_write_bytecode = True  # No __pycache__ in tests/kube.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "kube"))
+# pylint: disable=wrong-import-position
+import kube_schema
+
+QUANTITY = "#/components/schemas/" + kube_schema.QUANTITY
 
 # (apiVersion, kind) -> model class name. Only kinds this project renders or
 # is likely to add; anything else is refused rather than passed unchecked.
@@ -90,79 +101,69 @@ def _required_attrs(cls):
   return required
 
 
-def _type_name(v):
-  return type(v).__name__
+_QUANTITY_MAPS = ("limits", "requests", "overhead", "capacity", "allocatable")
+_SCALARS = {"str": "string", "datetime": "string", "date": "string",
+            "int": "integer", "float": "number", "bool": "boolean"}
 
 
-def _is_quantity_map(path):
-  return re.search(r"\.(limits|requests|overhead|capacity|allocatable)$",
-                   path) is not None
-
-
-def _check_type(t, v, path, errors):
+def _model_type(t, field, schemas):
+  """The JSON Schema of a python3-kubernetes openapi_types entry."""
   if t.startswith("list["):
-    if not isinstance(v, list):
-      errors.append(f"{path}: expected a list, got {_type_name(v)}")
-      return
-    for i, item in enumerate(v):
-      _check_type(t[5:-1], item, f"{path}[{i}]", errors)
-  elif t.startswith("dict("):
-    if not isinstance(v, dict):
-      errors.append(f"{path}: expected a map, got {_type_name(v)}")
-      return
+    return {"type": "array", "items": _model_type(t[5:-1], None, schemas)}
+  if t.startswith("dict("):
     inner = t[t.index(",") + 1:-1].strip()
-    for k, item in v.items():
-      if not isinstance(k, str):
-        errors.append(f"{path}: key {k!r} is not a string")
-      if inner == "str" and _is_quantity_map(path):
-        if parse_quantity(item) is None:
-          errors.append(f"{path}.{k}: not a quantity: {item!r}")
-        continue
-      _check_type(inner, item, f"{path}.{k}", errors)
-  elif t in ("str", "datetime", "date"):
-    if not isinstance(v, str):
-      errors.append(f"{path}: expected a string, got {_type_name(v)} "
-                    f"{v!r} (quote it)")
-  elif t == "int":
-    if not isinstance(v, int) or isinstance(v, bool):
-      errors.append(f"{path}: expected an integer, got {_type_name(v)} {v!r}")
-  elif t == "float":
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
-      errors.append(f"{path}: expected a number, got {_type_name(v)} {v!r}")
-  elif t == "bool":
-    if not isinstance(v, bool):
-      errors.append(f"{path}: expected true or false, got {_type_name(v)} "
-                    f"{v!r}")
-  elif t == "object":
-    pass  # IntOrString and free-form fields; checked below where they matter
-  else:
-    _check_model(t, v, path, errors)
+    if inner == "str" and field in _QUANTITY_MAPS:
+      return {"type": "object", "additionalProperties": {"$ref": QUANTITY}}
+    return {"type": "object",
+            "additionalProperties": _model_type(inner, None, schemas)}
+  if t in _SCALARS:
+    return {"type": _SCALARS[t]}
+  if t == "object":
+    return {}  # IntOrString and free-form fields; checked below where needed
+  _add_model(t, schemas)
+  return {"$ref": "#/components/schemas/" + t}
 
 
-def _check_model(cls_name, value, path, errors):
-  cls = getattr(models, cls_name, None)
-  if cls is None:
-    errors.append(f"{path}: no model {cls_name} in python3-kubernetes")
+def _add_model(name, schemas):
+  """Adds the JSON Schema of model class name (and those it uses)."""
+  if name in schemas:
     return
-  if not isinstance(value, dict):
-    errors.append(f"{path}: expected an object ({cls_name}), got "
-                  f"{_type_name(value)}")
-    return
-  by_json = {j: a for a, j in cls.attribute_map.items()}
-  for key, v in value.items():
-    attr = by_json.get(key)
-    where = f"{path}.{key}" if path else key
-    if attr is None:
-      errors.append(f"{where}: unknown field (not in {cls_name})")
-      continue
-    if v is None:
-      continue
-    _check_type(cls.openapi_types[attr], v, where, errors)
-  for attr in _required_attrs(cls):
-    key = cls.attribute_map[attr]
-    if value.get(key) is None:
-      where = f"{path}.{key}" if path else key
-      errors.append(f"{where}: required field missing ({cls_name})")
+  cls = getattr(models, name)
+  node = {"type": "object", "properties": {}, "additionalProperties": False,
+          "required": [cls.attribute_map[a] for a in _required_attrs(cls)]}
+  schemas[name] = node
+  for attr, t in cls.openapi_types.items():
+    json_name = cls.attribute_map[attr]
+    node["properties"][json_name] = _model_type(t, json_name, schemas)
+
+
+def _model_schema():
+  """kube_schema.Schema of the model classes of KINDS."""
+  schemas = kube_schema.translate_document({})
+  for cls_name in KINDS.values():
+    _add_model(cls_name, schemas)
+  return kube_schema.Schema(None, schemas)
+
+
+_SCHEMA = _model_schema()
+_WANT = {"integer": "an integer", "array": "a list", "string": "a string",
+         "object": "an object", "boolean": "true or false",
+         "number": "a number"}
+
+
+def _problem(e):
+  """A kube_fields.FieldError of the model schema as a problem string."""
+  if e.kind == "Unknown":
+    return f"{e.path}: unknown field"
+  if e.kind == "Required":
+    return f"{e.path}: required field missing"
+  if e.kind == "TypeInvalid":
+    want = e.detail.rsplit(" ", 1)[-1]
+    return (f"{e.path}: expected {_WANT.get(want, want)}, got "
+            f"{type(e.value).__name__} {e.value!r}")
+  if e.kind == "Invalid" and e.detail == kube_schema.QUANTITY_DETAIL:
+    return f"{e.path}: not a quantity: {e.value!r}"
+  return str(e)
 
 
 def describe(obj):
@@ -179,13 +180,13 @@ def check_object(obj):
   """Every problem the API server would refuse obj for; [] if none."""
   errors = []
   if not isinstance(obj, dict):
-    return [f"<document>: expected an object, got {_type_name(obj)}"]
+    return [f"<document>: expected an object, got {type(obj).__name__}"]
   key = (obj.get("apiVersion"), obj.get("kind"))
   cls_name = KINDS.get(key)
   if cls_name is None:
     return [f"apiVersion/kind: {key[0]}/{key[1]} is not a kind this test "
             f"knows (add it to KINDS in {__name__}.py)"]
-  _check_model(cls_name, obj, "", errors)
+  errors = [_problem(e) for e in _SCHEMA.check(cls_name, obj)]
   if errors:
     return errors  # semantic checks assume the shapes are right
   _check_metadata(obj.get("metadata") or {}, "metadata", errors,

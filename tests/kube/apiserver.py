@@ -4,8 +4,8 @@
 Emulates the part of kube-apiserver that a DRA kubelet plugin talks to
 (publishing ResourceSlices, reading ResourceClaims) and validates every
 object written as the real server would, recording each refusal so a test
-can assert there were none. Python 3 with Debian's python3-cryptography and
-python3-yaml only.
+can assert there were none. Python 3 with Debian's python3-cryptography,
+python3-jsonschema and python3-yaml only.
 
 CLI
   apiserver.py --dir DIR [--port N] [--schema PATH]
@@ -116,9 +116,10 @@ Validation (every POST/PUT of ResourceSlice, ResourceClaim, DeviceClass)
   (400, strict decoding error), kind/apiVersion/namespace mismatches (400),
   a Content-Type other than application/json (415) and a resourceVersion
   on create (500) are violations too.
-  1. Schema (kube_schema.py), compiled once at start: $ref/allOf resolved,
-     JSON types, int32/int64 ranges, required properties, enums, unknown
-     fields refused (strict field validation), Quantity must parse as a
+  1. Schema (kube_schema.py: the OpenAPI document translated to JSON
+     Schema once at start, checked with python3-jsonschema): JSON types,
+     int32/int64 ranges, required properties, unknown fields refused
+     (strict field validation), Quantity must parse as a
      resource.Quantity, Time as RFC 3339. Null counts as absent.
   2. The API server's rules (kube_dra_rules.py, kube_meta.py, after
      pkg/apis/resource/validation): metadata (name a DNS subdomain,

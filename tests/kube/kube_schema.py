@@ -1,238 +1,179 @@
-"""The OpenAPI v3 schema of an API group, compiled into checks.
+"""Kubernetes objects checked against an OpenAPI v3 document with jsonschema.
 
   schema = Schema.load(path)          # raises OSError / ValueError
   errs = schema.check("io.k8s.api.resource.v1.ResourceSlice", obj)
 
-Compiling turns each schema under components.schemas into a Python closure
-once (resolving $ref and allOf), so checking an object walks the object, not
-the JSON of the schema. The checks are those of a strict decoder: JSON types
-(string, integer, number, boolean, object, array), int32/int64 ranges, the
-required properties, enums, unknown properties (refused, as strict field
-validation does), Quantity (must parse as a resource.Quantity) and Time /
-format date-time (RFC 3339). A JSON null is treated as an absent field.
+Schema(document) translates components.schemas of the document into JSON
+Schema (Debian's python3-jsonschema validates it), as a strict decoder reads
+it: an object with declared properties refuses unknown ones (strict field
+validation), integers are int64 unless the format says int32, Quantity is a
+number or a string that parses as a resource.Quantity,
+x-kubernetes-int-or-string is an integer or a string, Time, MicroTime and
+format date-time are RFC 3339. A JSON null member counts as absent. The
+document may also state maxItems, maxLength and enum; they are checked too.
 Errors are kube_fields.FieldError with paths like
 spec.devices[3].attributes[productName].string. Thread-safe once built.
 """
 
 import json
+import re
+
+import jsonschema
 
 import kube_fields
 from kube_fields import FieldError
 
-QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
-MICRO_TIME = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
+_META = "io.k8s.apimachinery.pkg."
+QUANTITY = _META + "api.resource.Quantity"
+_FORMATS = {
+    "quantity": (kube_fields.is_quantity,
+                 "quantities must match the regular expression "
+                 "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"),
+    "date-time": (kube_fields.is_rfc3339, "must be an RFC 3339 date-time "
+                  "(e.g. 2006-01-02T15:04:05Z)"),
+    "int32": (lambda v: -2**31 <= v < 2**31, "must fit in int32"),
+    "int64": (lambda v: -2**63 <= v < 2**63, "must fit in int64"),
+}
+QUANTITY_DETAIL = _FORMATS["quantity"][1]
+# Each format applies to the JSON types it names; others pass it (the type
+# check reports them).
+_FORMAT_TYPES = {"quantity": (str, int, float), "date-time": str,
+                 "int32": int, "int64": int}
+_CHECKER = jsonschema.FormatChecker(formats=())
+for _name, (_test, _) in _FORMATS.items():
+  _CHECKER.checks(_name)(
+      lambda v, t=_test, types=_FORMAT_TYPES[_name]: isinstance(v, bool) or
+      not isinstance(v, types) or t(v))
+# JSON integers are Python ints; true is not one, 1.0 is not one.
+_VALIDATOR = jsonschema.validators.extend(
+    jsonschema.Draft7Validator,
+    type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, v: isinstance(v, int) and not isinstance(
+            v, bool)))
 
-_INT_RANGES = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
-_TYPE_NAMES = {"string": "string", "integer": "integer", "number": "number",
-               "boolean": "boolean", "object": "object", "array": "array"}
+
+def translate(node):
+  """The JSON Schema of one OpenAPI v3 schema node (a new dict)."""
+  if not isinstance(node, dict):
+    return node
+  out = {k: translate(v) if isinstance(v, dict) else
+         [translate(x) for x in v] if k in ("allOf", "oneOf", "anyOf") else v
+         for k, v in node.items() if not k.startswith("x-") and
+         k not in ("description", "default")}
+  if "properties" in node:
+    out["properties"] = {k: translate(v)
+                         for k, v in node["properties"].items()}
+    out.setdefault("additionalProperties", False)
+  if node.get("x-kubernetes-int-or-string"):
+    out["type"] = ["integer", "string"]
+  if out.get("type") == "integer":
+    out.setdefault("format", "int64")
+  return out
 
 
-def _type_error(errs, path, value, want):
-  errs.append(FieldError(path, "TypeInvalid", value,
-                         "must be of type " + want))
+def translate_document(document):
+  """components.schemas of an OpenAPI v3 document as JSON Schema."""
+  schemas = {name: translate(node) for name, node in
+             document.get("components", {}).get("schemas", {}).items()}
+  schemas[QUANTITY] = {
+      "type": ["string", "number"], "format": "quantity"}
+  for name in ("Time", "MicroTime"):
+    schemas[_META + "apis.meta.v1." + name] = {
+        "type": "string", "format": "date-time"}
+  return schemas
 
 
-def _check_quantity(value, path, errs):
-  if not kube_fields.is_quantity(value):
-    errs.append(FieldError(path, "Invalid", value, "quantities must match the "
-                           "regular expression '^([+-]?[0-9.]+)"
-                           "([eEinumkKMGTP]*[-+]?[0-9]*)$'"))
+def _without_nulls(value):
+  if isinstance(value, dict):
+    return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+  if isinstance(value, list):
+    return [_without_nulls(v) for v in value]
+  return value
 
 
-def _check_time(value, path, errs):
-  if not kube_fields.is_rfc3339(value):
-    errs.append(FieldError(path, "Invalid", value,
-                           "must be an RFC 3339 date-time "
-                           "(e.g. 2006-01-02T15:04:05Z)"))
+def _field_path(error):
+  """The Kubernetes field path of a jsonschema error."""
+  instance = list(error.absolute_path)
+  keywords = list(error.absolute_schema_path)[:-1]
+  path, i = "", 0
+  while i < len(keywords):
+    word = keywords[i]
+    if word == "properties":
+      path += ("." if path else "") + str(instance.pop(0))
+      i += 1
+    elif word in ("items", "additionalProperties"):
+      path += "[%s]" % instance.pop(0)
+    i += 1
+  return path
+
+
+def _field_errors(error):
+  """FieldErrors of one jsonschema error."""
+  path = _field_path(error)
+  base = path + "." if path else ""
+  value, want, kind = error.instance, error.validator_value, error.validator
+  if kind == "required":
+    return [FieldError(base + n, "Required") for n in want if n not in value]
+  if kind == "additionalProperties":
+    known = error.schema.get("properties", {})
+    return [FieldError(base + k, "Unknown", detail="field not declared in "
+                       "the schema (strict field validation)")
+            for k in value if k not in known]
+  if kind == "type":
+    want = " or ".join(want) if isinstance(want, list) else want
+    return [FieldError(path, "TypeInvalid", value, "must be of type " + want)]
+  if kind == "enum":
+    return [FieldError(path, "NotSupported", value, "supported values: " +
+                       ", ".join(json.dumps(s) for s in want))]
+  if kind == "format":
+    return [FieldError(path, "Invalid", value, _FORMATS[want][1])]
+  if kind == "maxItems":
+    return [FieldError(path, "TooMany", detail="%d: must have at most %d "
+                       "items" % (len(value), want))]
+  if kind == "maxLength":
+    return [FieldError(path, "TooLong",
+                       detail="may not be more than %d bytes" % want)]
+  return [FieldError(path, "Invalid", value, error.message)]
 
 
 class Schema:
-  """Compiled checks for every schema of one OpenAPI v3 document."""
+  """Every schema of one OpenAPI v3 document, ready to check objects."""
 
-  def __init__(self, document):
-    self._raw = document.get("components", {}).get("schemas", {})
-    self._compiled = {}
-    for name in self._raw:
-      self._named(name)
+  def __init__(self, document, schemas=None):
+    """document: OpenAPI v3; schemas: JSON Schemas already translated."""
+    self._schemas = schemas or translate_document(document)
+    self._validators = {}
+    for name in self._schemas:
+      self._validators[name] = _VALIDATOR(
+          {"$ref": "#/components/schemas/" + name,
+           "components": {"schemas": self._schemas}},
+          format_checker=_CHECKER)
+    refs = re.findall(r'"\$ref": "#/components/schemas/([^"]*)"',
+                      json.dumps(self._schemas))
+    for name in refs:
+      if name not in self._schemas:
+        raise ValueError("schema reference to unknown %s" % name)
 
   @classmethod
   def load(cls, path):
-    """Reads and compiles the document at path (OSError, ValueError)."""
+    """Reads and translates the document at path (OSError, ValueError)."""
     with open(path, encoding="utf-8") as f:
       return cls(json.load(f))
 
+  def names(self):
+    """The schema names known."""
+    return set(self._schemas)
+
   def check(self, name, value, path=""):
-    """List of FieldError of value against the named schema."""
-    errs = []
-    self._compiled[name][0](value, path, errs)
-    return errs
+    """List of FieldError of value against the named schema.
 
-  def _named(self, name):
-    """A one-element list holding the check of a named schema.
-
-    The list is created before compiling so that recursive references
-    resolve to it; its element is filled in afterwards.
+    path: where value sits in the object, prefixed to the errors' paths.
     """
-    cell = self._compiled.get(name)
-    if cell is not None:
-      return cell
-    cell = [None]
-    self._compiled[name] = cell
-    if name == QUANTITY:
-      cell[0] = _check_quantity
-    elif name in (TIME, MICRO_TIME):
-      cell[0] = _check_time
-    elif name not in self._raw:
-      raise ValueError("schema reference to unknown %s" % name)
-    else:
-      cell[0] = self._compile(self._raw[name])
-    return cell
-
-  def _compile(self, node):
-    """The check function(value, path, errs) of one schema node."""
-    checks = []
-    if "$ref" in node:
-      cell = self._named(node["$ref"].rsplit("/", 1)[-1])
-      checks.append(lambda v, p, e: cell[0](v, p, e))
-    for sub in node.get("allOf", ()):
-      checks.append(self._compile(sub))
-    if "oneOf" in node:
-      checks.append(self._compile_one_of(node["oneOf"]))
-    own = self._compile_own(node)
-    if own is not None:
-      checks.append(own)
-    if not checks:
-      return lambda v, p, e: None
-    if len(checks) == 1:
-      return checks[0]
-
-    def check_all(value, path, errs):
-      for check in checks:
-        check(value, path, errs)
-    return check_all
-
-  def _compile_one_of(self, alternatives):
-    subs = [self._compile(a) for a in alternatives]
-
-    def check_one_of(value, path, errs):
-      for sub in subs:
-        trial = []
-        sub(value, path, trial)
-        if not trial:
-          return
-      errs.append(FieldError(path, "Invalid", value,
-                             "must match one of the allowed schemas"))
-    return check_one_of
-
-  def _compile_own(self, node):
-    """The check of node's own type/properties/items, or None."""
-    kind = node.get("type")
-    if kind is None and ("properties" in node or
-                         "additionalProperties" in node):
-      kind = "object"
-    enum = node.get("enum")
-    if kind == "object":
-      base = self._compile_object(node)
-    elif kind == "array":
-      base = self._compile_array(node)
-    elif kind == "string":
-      base = self._compile_string(node)
-    elif kind == "integer":
-      base = self._compile_integer(node)
-    elif kind == "number":
-      def base(value, path, errs):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-          _type_error(errs, path, value, "number")
-    elif kind == "boolean":
-      def base(value, path, errs):
-        if not isinstance(value, bool):
-          _type_error(errs, path, value, "boolean")
-    elif kind is None:
-      base = None
-    else:
-      raise ValueError("unsupported schema type %r" % kind)
-    if not enum:
-      return base
-    allowed = list(enum)
-
-    def check_enum(value, path, errs):
-      if base is not None:
-        before = len(errs)
-        base(value, path, errs)
-        if len(errs) != before:
-          return
-      if value not in allowed:
-        kube_fields.not_supported(errs, path, value, allowed)
-    return check_enum
-
-  def _compile_string(self, node):
-    date_time = node.get("format") == "date-time"
-
-    def check_string(value, path, errs):
-      if not isinstance(value, str):
-        _type_error(errs, path, value, "string")
-      elif date_time:
-        _check_time(value, path, errs)
-    return check_string
-
-  def _compile_integer(self, node):
-    low, high = _INT_RANGES.get(node.get("format"), _INT_RANGES["int64"])
-    fmt = node.get("format", "int64")
-
-    def check_integer(value, path, errs):
-      if isinstance(value, bool) or not isinstance(value, int):
-        _type_error(errs, path, value, "integer")
-      elif not low <= value <= high:
-        errs.append(FieldError(path, "Invalid", value,
-                               "must fit in %s" % fmt))
-    return check_integer
-
-  def _compile_array(self, node):
-    items = self._compile(node["items"]) if "items" in node else None
-
-    def check_array(value, path, errs):
-      if not isinstance(value, list):
-        _type_error(errs, path, value, "array")
-        return
-      if items is None:
-        return
-      for i, item in enumerate(value):
-        if item is not None:
-          items(item, "%s[%d]" % (path, i), errs)
-    return check_array
-
-  def _compile_object(self, node):
-    props = {k: self._compile(v)
-             for k, v in node.get("properties", {}).items()}
-    extra_node = node.get("additionalProperties")
-    extra = None
-    if isinstance(extra_node, dict):
-      extra = self._compile(extra_node)
-    # No properties and no additionalProperties (RawExtension, FieldsV1):
-    # any content. additionalProperties: true: any extra member.
-    free = (not props and extra_node is None) or extra_node is True
-    required = tuple(node.get("required", ()))
-    prefix_dot = "."
-
-    def check_object(value, path, errs):
-      if not isinstance(value, dict):
-        _type_error(errs, path, value, "object")
-        return
-      base = path + prefix_dot if path else ""
-      for name in required:
-        if value.get(name) is None:
-          errs.append(FieldError(base + name, "Required"))
-      for key, member in value.items():
-        if member is None:
-          continue
-        check = props.get(key)
-        if check is not None:
-          check(member, base + key, errs)
-        elif extra is not None:
-          extra(member, "%s[%s]" % (path, key), errs)
-        elif not free:
-          errs.append(FieldError(base + key, "Unknown",
-                                 detail="field not declared in the schema "
-                                 "(strict field validation)"))
-    return check_object
+    errs = []
+    for error in self._validators[name].iter_errors(_without_nulls(value)):
+      errs.extend(_field_errors(error))
+    if path:
+      for e in errs:
+        e.path = path + ("." + e.path if e.path and e.path[0] != "[" else
+                         e.path)
+    return errs
