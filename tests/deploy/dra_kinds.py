@@ -2,11 +2,11 @@
 
   problems = check_object(obj)   # any kind; [] if the API server would take it
 
-resource.k8s.io/v1 DeviceClass: the upstream OpenAPI schema
-(../shared/k8s-openapi/resource.k8s.io-v1.json from the repository root,
-compiled by tests/kube/kube_schema.py, the API server emulator's checker)
-and the API server's DeviceClass rules (tests/kube/kube_dra_rules.py) of
-every release the emulator knows (1.34 to 1.36). Without the schema file the
+resource.k8s.io/v1 DeviceClass: the upstream OpenAPI schemas of 1.34 and
+1.36 (../shared/k8s-openapi/ from the repository root, checked by
+tests/kube/kube_schema.py, the API server emulator's checker) and the API
+server's DeviceClass rules (tests/kube/kube_dra_rules.py) of
+every release the emulator knows (1.34 to 1.36). Without a schema file its
 schema part is skipped and a note saying so is printed once; the rules
 still run.
 
@@ -36,9 +36,13 @@ import kube_fields as kf
 import kube_meta
 import kube_schema
 
-OPENAPI = os.path.normpath(os.path.join(
-    _HERE, "..", "..", "..", "shared", "k8s-openapi",
-    "resource.k8s.io-v1.json"))
+_OPENAPI_DIR = os.path.normpath(os.path.join(
+    _HERE, "..", "..", "..", "shared", "k8s-openapi"))
+# The OpenAPI documents a DeviceClass must pass: that of 1.34 and 1.35
+# (OPENAPI, which --openapi of validate_manifests.py replaces) and 1.36's.
+OPENAPI = os.path.join(_OPENAPI_DIR, "resource.k8s.io-v1.json")
+OPENAPI_136 = os.path.join(_OPENAPI_DIR,
+                           "resource.k8s.io-v1-release-1.36.json")
 # The releases whose DeviceClass rules apply (kube_dra_rules.DraRules).
 KUBE_MINORS = (34, 35, 36)
 DEVICE_CLASS = ("resource.k8s.io/v1", "DeviceClass")
@@ -85,13 +89,15 @@ def load_schema(path=None):
 def check_object(obj, schema_path=None):
   """Every problem the API server would refuse obj for; [] if none.
 
-  schema_path: the OpenAPI document for DeviceClasses (default OPENAPI).
+  schema_path: the one OpenAPI document for DeviceClasses (default: both
+  OPENAPI and OPENAPI_136).
   """
   if not isinstance(obj, dict):
     return k8s_schema.check_object(obj)
   key = (obj.get("apiVersion"), obj.get("kind"))
   if key == DEVICE_CLASS:
-    return check_device_class(obj, load_schema(schema_path))
+    paths = [schema_path] if schema_path else [OPENAPI, OPENAPI_136]
+    return check_device_class(obj, [load_schema(p) for p in paths])
   if key in (VAP, VAP_BINDING):
     errs = []
     _check_top(errs, obj, key)
@@ -103,13 +109,16 @@ def check_object(obj, schema_path=None):
   return k8s_schema.check_object(obj)
 
 
-def check_device_class(obj, schema):
-  """The schema's problems (if schema), else those of every release's rules."""
-  if schema is not None:
-    errs = schema.check("io.k8s.api.resource.v1.DeviceClass", obj)
-    if errs:
-      return [str(e) for e in errs]
+def check_device_class(obj, schemas):
+  """The problems of the schemas present, else those of every release's
+  rules."""
   found = []
+  for schema in schemas:
+    if schema is not None:
+      found += [str(e) for e in schema.check(
+          "io.k8s.api.resource.v1.DeviceClass", obj) if str(e) not in found]
+  if found:
+    return found
   for minor in KUBE_MINORS:
     for e in kube_dra_rules.DraRules(minor).check_class(obj, None):
       text = str(e)

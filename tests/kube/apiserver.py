@@ -22,11 +22,14 @@ CLI
   --port N         127.0.0.1:N, HTTPS (default 0: a free port). A fixed port
                    lets a test start the client first and the emulator later,
                    or stop and restart it (same --dir: same CA and token).
-  --schema PATH    The OpenAPI v3 document of resource.k8s.io/v1 (default:
-                   ../shared/k8s-openapi/resource.k8s.io-v1.json from the
-                   repository root). Absent: schema checks are skipped (one
-                   line on stderr says so); the other checks still run.
-  --kube-version   The release whose rules apply (default 1.35); /version
+  --schema PATH    The OpenAPI v3 document of resource.k8s.io/v1 (default,
+                   under ../shared/k8s-openapi/ from the repository root:
+                   resource.k8s.io-v1-release-1.36.json for --kube-version
+                   1.36, else resource.k8s.io-v1.json). Absent: schema checks
+                   are skipped (one line on stderr says so); the other checks
+                   still run.
+  --kube-version   The release whose rules apply (default: the environment
+                   variable GDP_EMULATOR_KUBE_VERSION, else 1.35); /version
                    reports it.
   --drop-taints    Emulates a cluster without the DRADeviceTaints feature
                    gate: spec.devices[].taints are silently dropped from
@@ -222,8 +225,10 @@ import kube_store
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-DEFAULT_SCHEMA = os.path.join(os.path.dirname(_ROOT), "shared",
-                              "k8s-openapi", "resource.k8s.io-v1.json")
+SCHEMAS = os.path.join(os.path.dirname(_ROOT), "shared", "k8s-openapi")
+# The OpenAPI document of each release; the newest one older releases use.
+SCHEMA_OF_RELEASE = {"1.36": "resource.k8s.io-v1-release-1.36.json"}
+OLDER_SCHEMA = "resource.k8s.io-v1.json"
 
 
 def parse_args(argv):
@@ -236,10 +241,11 @@ def parse_args(argv):
                       "kubeconfigs")
   parser.add_argument("--port", type=int, default=0,
                       help="port on 127.0.0.1 (0: any free one)")
-  parser.add_argument("--schema", default=DEFAULT_SCHEMA,
+  parser.add_argument("--schema",
                       help="OpenAPI v3 document of resource.k8s.io/v1")
-  parser.add_argument("--kube-version", default="1.35",
-                      choices=["1.34", "1.35", "1.36"])
+  parser.add_argument("--kube-version", choices=["1.34", "1.35", "1.36"],
+                      default=os.environ.get("GDP_EMULATOR_KUBE_VERSION",
+                                             "1.35"))
   parser.add_argument("--drop-taints", action="store_true",
                       help="drop spec.devices[].taints from ResourceSlices")
   parser.add_argument("--history", type=int, default=1000,
@@ -248,7 +254,14 @@ def parse_args(argv):
                       help="idle time before a BOOKMARK event")
   parser.add_argument("--log-events", action="store_true",
                       help="print violations as JSON lines on stdout")
-  return parser.parse_args(argv)
+  args = parser.parse_args(argv)
+  if args.kube_version not in ("1.34", "1.35", "1.36"):
+    parser.error("GDP_EMULATOR_KUBE_VERSION: %s is not 1.34, 1.35 or 1.36" %
+                 args.kube_version)
+  if args.schema is None:
+    args.schema = os.path.join(SCHEMAS, SCHEMA_OF_RELEASE.get(
+        args.kube_version, OLDER_SCHEMA))
+  return args
 
 
 def _exit_now(signum, frame):

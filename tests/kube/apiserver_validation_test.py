@@ -351,6 +351,29 @@ class KubeVersionTest(unittest.TestCase):
       self.assertIn("taints[0].effect: Unsupported value", body["message"])
       self.assertEqual(len(emu.violations()), 2)
 
+  def test_kube_136_fields(self):
+    s = gpu_slice("v136")
+    device = s["spec"]["devices"][0]
+    device.update(allowMultipleAllocations=True, bindsToNode=True,
+                  bindingConditions=["ready"],
+                  bindingFailureConditions=["failed"])
+    device["capacity"]["memory"]["requestPolicy"] = {
+        "default": "1Gi", "validRange": {"min": "1Gi", "step": "1Gi"}}
+    c = claim("v136")
+    c["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {
+        "requests": {"memory": "10Gi"}}
+    c["spec"]["devices"]["constraints"] = [
+        {"requests": ["gpu"], "distinctAttribute": "gpu.nvidia.com/uuid"}]
+    with Emulator("--kube-version", "1.36") as emu:
+      self.assertEqual(emu.client.request("POST", SLICES, s)[0], 201)
+      self.assertEqual(emu.client.request("POST", CLAIMS, c)[0], 201)
+      self.assertEqual(emu.violations(), [])
+    with Emulator() as emu:
+      code, body = emu.client.request("POST", SLICES, s)
+      self.assertEqual(code, 422)
+      self.assertIn("spec.devices[0].allowMultipleAllocations: Unknown field",
+                    body["message"])
+
   def test_drop_taints_flag(self):
     with Emulator("--drop-taints", "--kube-version", "1.36") as emu:
       stored = emu.client.create("resourceslices",

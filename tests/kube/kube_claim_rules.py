@@ -113,15 +113,21 @@ class ClaimRules:
       constraint = as_dict(constraint)
       _check_request_refs(errs, cpath + ".requests",
                           as_list(constraint.get("requests")), names)
-      attr = as_str(constraint.get("matchAttribute"))
-      if not attr:
+      fields = [f for f in ("matchAttribute", "distinctAttribute")
+                if as_str(constraint.get(f)) and (self.minor >= 36 or
+                                                  f == "matchAttribute")]
+      if not fields:
         kf.required(errs, cpath + ".matchAttribute")
-      else:
-        check_qualified_attr_name(errs, cpath + ".matchAttribute", attr)
+      elif len(fields) > 1:
+        kf.invalid(errs, cpath, None, "exactly one of `matchAttribute` or "
+                   "`distinctAttribute` is required, but multiple fields "
+                   "are set")
+      for field in fields:
+        attr = constraint[field]
+        check_qualified_attr_name(errs, cpath + "." + field, attr)
         if "/" not in attr:
-          kf.invalid(errs, cpath + ".matchAttribute", attr, "a fully "
-                     "qualified name must be a domain and a name separated "
-                     "by a slash")
+          kf.invalid(errs, cpath + "." + field, attr, "a fully qualified "
+                     "name must be a domain and a name separated by a slash")
     self._check_configs(errs, path + ".config",
                         as_list(devices.get("config")), names,
                         common.CONFIG_MAX, with_source=False)

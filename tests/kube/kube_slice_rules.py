@@ -138,7 +138,8 @@ class SliceRules:
         kf.required(errs, cpath + ".value")
       elif not kf.is_quantity(value):
         kf.invalid(errs, cpath + ".value", value, "must be a quantity")
-      if as_dict(cap).get("requestPolicy") is not None:
+      if as_dict(cap).get("requestPolicy") is not None and \
+          device.get("allowMultipleAllocations") is not True:
         kf.forbidden(errs, cpath + ".requestPolicy",
                      "allowMultipleAllocations must be true")
     taints = as_list(device.get("taints"))
