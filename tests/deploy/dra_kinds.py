@@ -31,6 +31,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(_HERE, "..", "kube"))
 # pylint: disable=wrong-import-position
 import k8s_schema
+import kube_dra_common
 import kube_dra_rules
 import kube_fields as kf
 import kube_meta
@@ -77,7 +78,9 @@ def load_schema(path=None):
   path = path or OPENAPI
   if path not in _schema:
     if os.path.exists(path):
-      _schema[path] = kube_schema.Schema.load(path)
+      _schema[path] = kube_schema.Schema.load(
+          path, kube_dra_common.field_rules(max(KUBE_MINORS)),
+          kube_dra_common.CHECKS)
     else:
       print(f"NOTE: {path} not found: DeviceClasses are checked against the "
             "API server's rules only, not the resource.k8s.io/v1 OpenAPI "

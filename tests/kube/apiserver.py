@@ -25,9 +25,9 @@ CLI
   --schema PATH    The OpenAPI v3 document of resource.k8s.io/v1 (default,
                    under ../shared/k8s-openapi/ from the repository root:
                    resource.k8s.io-v1-release-1.36.json for --kube-version
-                   1.36, else resource.k8s.io-v1.json). Absent: schema checks
-                   are skipped (one line on stderr says so); the other checks
-                   still run.
+                   1.36, else resource.k8s.io-v1.json). Absent: schema and
+                   field checks are skipped (one line on stderr says so); the
+                   checks across fields still run.
   --kube-version   The release whose rules apply (default: the environment
                    variable GDP_EMULATOR_KUBE_VERSION, else 1.35); /version
                    reports it.
@@ -122,35 +122,14 @@ Validation (every POST/PUT of ResourceSlice, ResourceClaim, DeviceClass)
   1. Schema (kube_schema.py: the OpenAPI document translated to JSON
      Schema once at start, checked with python3-jsonschema): JSON types,
      int32/int64 ranges, required properties, unknown fields refused
-     (strict field validation), Quantity must parse as a
-     resource.Quantity, Time as RFC 3339. Null counts as absent.
-  2. The API server's rules (kube_dra_rules.py, kube_meta.py, after
-     pkg/apis/resource/validation): metadata (name a DNS subdomain,
-     namespace a DNS label for claims, labels, annotations, ownerReferences
-     with apiVersion, kind, name and uid, at most one controller);
-     ResourceSlice: driver a DNS subdomain <= 63, pool.name a '/'-path of
-     DNS subdomains <= 253, pool.generation >= 0, resourceSliceCount >= 1,
-     exactly one of nodeName / nodeSelector (one term) / allNodes /
-     perDeviceNodeSelection, driver, pool.name and nodeName immutable,
-     device names unique DNS labels, at most 128 devices (64 when a device
-     has taints or consumesCounters, 1.35+), attributes + capacities <= 32
-     per device, attribute names QualifiedNames (C identifier <= 32 or
-     <DNS subdomain <= 63>/<C identifier <= 32>), exactly one of
-     int/bool/string/version, strings <= 64, versions strict semver 2.0
-     <= 64, capacity values quantities, taints <= 4 (1.34) or 16 (1.35+)
-     per device with a label-key key, label-value value and effect
-     NoSchedule/NoExecute (+ None, 1.35+), per-device node fields only with
-     perDeviceNodeSelection, devices and sharedCounters exclusive (1.35+);
-     ResourceClaim: requests <= 32 unique DNS labels with exactly one of
-     exactly/firstAvailable, deviceClassName, selectors with a non-empty
-     CEL expression (not compiled), allocationMode/count, tolerations,
-     constraints and config referring to existing requests, spec immutable
-     on update; /status: reservedFor entries with resource/name/uid (unique
-     by uid, only with an allocation), allocation.devices.results with
-     request (a request of the claim), driver, pool and device, allocation
-     immutable once set, devices[] naming allocated devices; DeviceClass:
-     selectors' CEL expressions non-empty, opaque config, a valid
-     extendedResourceName. Nodes get the metadata checks only.
+     (strict field validation), Quantity and Time formats; null counts as
+     absent. Added to it, the API server's checks of one field (names,
+     enums, lengths, list limits: kube_dra_common.field_rules).
+  2. Then the API server's checks across fields (kube_dra_rules.py, after
+     pkg/apis/resource/validation of the release): metadata (kube_meta.py),
+     unions, uniqueness, counts per slice and device, references to a
+     claim's requests, immutable fields, the allocation. Nodes get the
+     metadata checks only.
 
 Control API (HTTPS on the same port, no authentication, JSON)
   GET    /emulator/violations  [{time, method, path, message, object}]
@@ -192,17 +171,12 @@ Control API (HTTPS on the same port, no authentication, JSON)
   normal API (tests have the token); kube_client.py is a small client.
 
 Files (tests/kube/)
-  apiserver.py (this: CLI, start-up), kube_certs.py (CA, certificate,
-  token, kubeconfigs), kube_http.py (HTTPS, routing, auth, faults),
-  kube_discovery.py (URLs, discovery, /version), kube_watch.py (WATCH),
-  kube_api.py (verbs, server-set fields), kube_store.py (objects, versions,
-  history), kube_selectors.py, kube_control.py (control API),
-  kube_schema.py (OpenAPI checks), kube_fields.py (field errors, formats),
-  kube_meta.py (ObjectMeta, NodeSelector), kube_dra_rules.py,
-  kube_dra_common.py, kube_slice_rules.py, kube_claim_rules.py (the API
-  server's resource.k8s.io rules); kube_client.py (client and CLI);
-  apiserver_test.py, apiserver_watch_test.py, apiserver_validation_test.py
-  and emulator_fixture.py (tests).
+  apiserver.py (this: CLI, start-up), kube_certs.py, kube_http.py (HTTPS,
+  routing, auth, faults), kube_discovery.py, kube_watch.py, kube_api.py
+  (verbs, server-set fields), kube_store.py, kube_selectors.py,
+  kube_control.py (control API), kube_schema.py, kube_fields.py (field
+  errors, formats), kube_meta.py, kube_dra_*.py, kube_slice_rules.py,
+  kube_claim_rules.py (validation); kube_client.py (client and CLI).
 """
 
 import argparse
@@ -218,6 +192,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kube_api
 import kube_certs
 import kube_control
+import kube_dra_common
 import kube_dra_rules
 import kube_http
 import kube_schema
@@ -280,14 +255,16 @@ def main(argv):
   signal.signal(signal.SIGINT, _exit_now)
   directory = os.path.abspath(args.dir)
   creds = kube_certs.ensure_credentials(directory)
+  minor = int(args.kube_version.split(".")[1])
   schema = None
   if os.path.exists(args.schema):
-    schema = kube_schema.Schema.load(args.schema)
+    schema = kube_schema.Schema.load(
+        args.schema, kube_dra_common.field_rules(minor),
+        kube_dra_common.CHECKS)
   else:
     sys.stderr.write("apiserver.py: schema %s not found; skipping OpenAPI "
                      "schema checks\n" % args.schema)
     sys.stderr.flush()
-  minor = int(args.kube_version.split(".")[1])
   store = kube_store.Store(history=args.history)
   api = kube_api.Api(store, schema, kube_dra_rules.DraRules(minor),
                      drop_taints=args.drop_taints)

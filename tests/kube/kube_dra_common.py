@@ -1,13 +1,15 @@
 """Shared pieces of the resource.k8s.io/v1 checks (kube_dra_rules).
 
-Name formats of the DRA API (driver names, pool names, device names,
-QualifiedNames of attributes and capacities), set and union helpers, opaque
-configuration and CEL selector checks, and the limits of
-pkg/apis/resource. Each check_* appends kube_fields.FieldError to errs.
+Name formats of the DRA API (driver names, pool names, QualifiedNames of
+attributes and capacities), uniqueness, opaque configuration and CEL
+selector checks, the limits of pkg/apis/resource, and field_rules: the
+checks of one field, for the schema. Each check_* appends
+kube_fields.FieldError to errs.
 The as_* helpers give a value of the wrong JSON type as empty, so checks
 can skip what the schema check reports. Pure functions.
 """
 
+import ipaddress
 import json
 
 import kube_fields as kf
@@ -74,14 +76,6 @@ def check_pool_name(errs, path, name):
     kf.check_dns_subdomain(errs, path, part)
 
 
-def check_device_name(errs, path, name):
-  """A device or request name: a DNS label, required."""
-  if not name:
-    kf.required(errs, path)
-  else:
-    kf.check_dns_label(errs, path, name)
-
-
 def check_qualified_attr_name(errs, path, name):
   """QualifiedName: C identifier <= 32, or <domain <= 63>/<C identifier>."""
   parts = name.split("/")
@@ -100,56 +94,149 @@ def check_qualified_attr_name(errs, path, name):
     kf.invalid(errs, path, name, "must not contain more than one slash")
 
 
-def check_unique_names(errs, items, path, key="name", check=None):
-  """Duplicate errors for repeated item[key]; check(errs, path, name)."""
+def check_unique_names(errs, items, path, key="name"):
+  """Duplicate errors for repeated item[key] (key None: the item)."""
   seen = set()
   for i, item in enumerate(items):
     name = as_str(as_dict(item).get(key)) if key else as_str(item)
-    item_path = "%s[%d]" % (path, i)
-    if check is not None and name is not None:
-      check(errs, item_path + ("." + key if key else ""), name)
-    if name is None:
-      continue
-    if name in seen:
-      kf.duplicate(errs, item_path, name)
+    if name is not None and name in seen:
+      kf.duplicate(errs, "%s[%d]" % (path, i), name)
     seen.add(name)
 
 
 def check_opaque(errs, path, config):
-  """config.opaque: a driver name and parameters, a JSON object <= 10 KiB."""
+  """config.opaque: parameters a JSON object of at most 10 KiB."""
   opaque = config.get("opaque")
   if not isinstance(opaque, dict):
     kf.required(errs, path + ".opaque")
     return
-  check_driver_name(errs, path + ".opaque.driver",
-                    as_str(opaque.get("driver")) or "")
   params = opaque.get("parameters")
   ppath = path + ".opaque.parameters"
-  if params is None:
-    kf.required(errs, ppath)
-  elif not isinstance(params, dict):
+  if params is not None and not isinstance(params, dict):
     kf.invalid(errs, ppath, "<value omitted>", "must be a valid JSON object")
   elif len(json.dumps(params, separators=(",", ":"))) > OPAQUE_MAX:
     kf.too_long(errs, ppath, OPAQUE_MAX)
 
 
-def check_cel_selectors(errs, path, selectors):
-  """<= 32 selectors, each with a non-empty cel.expression <= 10 KiB.
-
-  The expressions are not compiled.
-  """
-  if len(selectors) > SELECTORS_MAX:
-    kf.too_many(errs, path, len(selectors), SELECTORS_MAX)
-    return
+def check_selectors(errs, path, selectors):
+  """Each selector has a cel member with a non-empty expression of at most
+  10 KiB (not compiled)."""
   for i, selector in enumerate(selectors):
     cel = as_dict(selector).get("cel")
-    spath = "%s[%d].cel" % (path, i)
     if not isinstance(cel, dict):
-      kf.required(errs, spath)
+      kf.required(errs, "%s[%d].cel" % (path, i))
       continue
     expression = as_str(cel.get("expression")) or ""
     if not expression.strip():
-      kf.required(errs, spath + ".expression", "must not be empty")
+      kf.required(errs, "%s[%d].cel.expression" % (path, i),
+                  "must not be empty")
     elif len(expression) > CEL_MAX:
-      kf.too_long(errs, spath + ".expression", CEL_MAX)
+      kf.too_long(errs, "%s[%d].cel.expression" % (path, i), CEL_MAX)
 
+
+def _check_cidr(errs, path, ip):
+  try:
+    if "/" not in ip:
+      raise ValueError(ip)
+    ipaddress.ip_interface(ip)
+  except ValueError:
+    kf.invalid(errs, path, ip, "must be a valid address in CIDR form, (e.g. "
+               "10.9.8.7/24 or 2001:db8::1/64)")
+
+
+def _check_semver(errs, path, version):
+  if not kf.is_semver(version):
+    kf.invalid(errs, path, version,
+               "must be a string compatible with semver.org spec 2.0.0")
+
+
+def _check_extended_resource_name(errs, path, name):
+  if not kf.is_extended_resource_name(name):
+    kf.invalid(errs, path, name, "must be a valid extended resource name")
+
+
+def _required(check):
+  """check(errs, path, value), with an empty value a Required error."""
+  def run(errs, path, value):
+    if not value:
+      kf.required(errs, path)
+    else:
+      check(errs, path, value)
+  return run
+
+
+# The formats of field_rules: kube_schema checks of (errs, path, value).
+CHECKS = {
+    "dns-label": _required(kf.check_dns_label),
+    "dns-subdomain": _required(kf.check_dns_subdomain),
+    "driver-name": check_driver_name,
+    "pool-name": check_pool_name,
+    "qualified-name": _required(kf.check_qualified_name),
+    "label-value": kf.check_label_value,
+    "attribute-name": check_qualified_attr_name,
+    "semver": _check_semver,
+    "cidr": _check_cidr,
+    "extended-resource-name": _check_extended_resource_name,
+}
+
+
+def field_rules(kube_minor):
+  """What pkg/apis/resource/validation of the release checks on one field
+  and the OpenAPI document does not state: a kube_schema overlay
+  ({schema name: {property: JSON Schema}}) whose formats are CHECKS."""
+  label = {"format": "dns-label"}
+  names = {"propertyNames": {"format": "attribute-name"}}
+  counters = {"propertyNames": label}
+  one_request = {"deviceClassName": {"format": "dns-subdomain"},
+                 "selectors": {"maxItems": SELECTORS_MAX}}
+  device_ref = {"driver": {"format": "driver-name"},
+                "pool": {"format": "pool-name"}, "device": label}
+  rules = {
+      "ResourceSliceSpec": {"driver": {"format": "driver-name"}},
+      "ResourcePool": {"name": {"format": "pool-name"},
+                       "generation": {"minimum": 0}},
+      "Device": {"name": label, "attributes": names, "capacity": names,
+                 "taints": {"maxItems": 16 if kube_minor >= 35 else 4}},
+      "DeviceAttribute": {
+          "string": {"maxLength": ATTR_VALUE_MAX},
+          "version": {"format": "semver", "maxLength": ATTR_VALUE_MAX}},
+      "DeviceTaint": {"key": {"format": "qualified-name"},
+                      "value": {"format": "label-value"},
+                      "effect": {"enum": list(taint_effects(kube_minor))}},
+      "DeviceCounterConsumption": {"counterSet": label, "counters": counters},
+      "CounterSet": {"name": label, "counters": counters},
+      "DeviceClaim": {"requests": {"maxItems": REQUESTS_MAX},
+                      "constraints": {"maxItems": CONSTRAINTS_MAX},
+                      "config": {"maxItems": CONFIG_MAX}},
+      "DeviceRequest": {"name": label,
+                        "firstAvailable": {"maxItems": SUBREQUESTS_MAX}},
+      "ExactDeviceRequest": one_request,
+      "DeviceSubRequest": dict(one_request, name=label),
+      "OpaqueDeviceConfiguration": {"driver": {"format": "driver-name"}},
+      "DeviceAllocationConfiguration": {
+          "source": {"enum": ["FromClaim", "FromClass"]}},
+      "ResourceClaimStatus": {"reservedFor": {"maxItems": RESERVED_FOR_MAX}},
+      "ResourceClaimConsumerReference": {
+          f: {"minLength": 1} for f in ("resource", "name", "uid")},
+      "DeviceAllocationResult": {"results": {"maxItems": RESULTS_MAX},
+                                 "config": {"maxItems": 2 * CONFIG_MAX}},
+      "DeviceRequestAllocationResult": device_ref,
+      "AllocatedDeviceStatus": dict(device_ref, conditions={
+          "maxItems": STATUS_CONDITIONS_MAX}),
+      "NetworkDeviceData": {
+          "interfaceName": {"maxLength": 256},
+          "hardwareAddress": {"maxLength": 128},
+          "ips": {"maxItems": 16, "items": {"format": "cidr"}}},
+      "DeviceClassSpec": {
+          "selectors": {"maxItems": SELECTORS_MAX},
+          "config": {"maxItems": CONFIG_MAX},
+          "extendedResourceName": {"format": "extended-resource-name"}},
+  }
+  return {"io.k8s.api.resource.v1." + k: v for k, v in rules.items()}
+
+
+def taint_effects(kube_minor):
+  """The taint effects the release accepts."""
+  if kube_minor >= 35:
+    return ("NoExecute", "NoSchedule", "None")
+  return ("NoExecute", "NoSchedule")

@@ -144,18 +144,6 @@ def not_supported(errs, path, value, supported):
                          ", ".join('"%s"' % s for s in supported)))
 
 
-def is_dns_label(value):
-  """Whether value is a DNS-1123 label."""
-  return (isinstance(value, str) and len(value) <= DNS1123_LABEL_MAX and
-          _DNS_LABEL.match(value) is not None)
-
-
-def is_dns_subdomain(value):
-  """Whether value is a DNS-1123 subdomain."""
-  return (isinstance(value, str) and len(value) <= DNS1123_SUBDOMAIN_MAX and
-          _DNS_SUBDOMAIN.match(value) is not None)
-
-
 def check_dns_label(errs, path, value):
   """DNS-1123 label (<= 63, [a-z0-9-], alphanumeric at both ends)."""
   if len(value) > DNS1123_LABEL_MAX:

@@ -39,11 +39,40 @@ QUANTITY_DETAIL = _FORMATS["quantity"][1]
 # check reports them).
 _FORMAT_TYPES = {"quantity": (str, int, float), "date-time": str,
                  "int32": int, "int64": int}
-_CHECKER = jsonschema.FormatChecker(formats=())
-for _name, (_test, _) in _FORMATS.items():
-  _CHECKER.checks(_name)(
-      lambda v, t=_test, types=_FORMAT_TYPES[_name]: isinstance(v, bool) or
-      not isinstance(v, types) or t(v))
+
+
+class _Refused(Exception):
+  """A value a check(errs, path, value) of Schema's checks refused."""
+
+  def __init__(self, errs):
+    super().__init__(str(errs))
+    self.errs = errs
+
+
+def _format_checker(checks):
+  """The FormatChecker of _FORMATS and checks {name: check(errs, path, v)}.
+
+  A check is called on strings only, with path "": the errors' paths are
+  made whole from the jsonschema error.
+  """
+  checker = jsonschema.FormatChecker(formats=())
+  for name, (test, _) in _FORMATS.items():
+    checker.checks(name)(
+        lambda v, t=test, types=_FORMAT_TYPES[name]: isinstance(v, bool) or
+        not isinstance(v, types) or t(v))
+
+  def run(value, check):
+    errs = []
+    if isinstance(value, str):
+      check(errs, "", value)
+    if errs:
+      raise _Refused(errs)
+    return True
+  for name, check in (checks or {}).items():
+    checker.checks(name, raises=_Refused)(lambda v, c=check: run(v, c))
+  return checker
+
+
 # JSON integers are Python ints; true is not one, 1.0 is not one.
 _VALIDATOR = jsonschema.validators.extend(
     jsonschema.Draft7Validator,
@@ -71,15 +100,22 @@ def translate(node):
   return out
 
 
-def translate_document(document):
-  """components.schemas of an OpenAPI v3 document as JSON Schema."""
+def translate_document(document, overlay=None):
+  """components.schemas of an OpenAPI v3 document as JSON Schema.
+
+  overlay: {schema name: {property: JSON Schema}}, checks the document does
+  not state (formats, limits); each is checked with the property's own.
+  """
   schemas = {name: translate(node) for name, node in
              document.get("components", {}).get("schemas", {}).items()}
-  schemas[QUANTITY] = {
-      "type": ["string", "number"], "format": "quantity"}
+  schemas[QUANTITY] = {"type": ["string", "number"], "format": "quantity"}
   for name in ("Time", "MicroTime"):
     schemas[_META + "apis.meta.v1." + name] = {
         "type": "string", "format": "date-time"}
+  for name, fields in (overlay or {}).items():
+    props = schemas[name]["properties"]
+    for field, rule in fields.items():
+      props[field] = {"allOf": [props[field], rule]}
   return schemas
 
 
@@ -103,6 +139,8 @@ def _field_path(error):
       i += 1
     elif word in ("items", "additionalProperties"):
       path += "[%s]" % instance.pop(0)
+    elif word == "propertyNames":
+      path += "[%s]" % error.instance
     i += 1
   return path
 
@@ -125,8 +163,17 @@ def _field_errors(error):
   if kind == "enum":
     return [FieldError(path, "NotSupported", value, "supported values: " +
                        ", ".join(json.dumps(s) for s in want))]
+  if kind == "format" and isinstance(error.cause, _Refused):
+    for e in error.cause.errs:
+      e.path = path + e.path
+    return error.cause.errs
   if kind == "format":
     return [FieldError(path, "Invalid", value, _FORMATS[want][1])]
+  if kind == "minLength":
+    return [FieldError(path, "Required")]
+  if kind == "minimum":
+    return [FieldError(path, "Invalid", value, "must be greater than or "
+                       "equal to %d" % want)]
   if kind == "maxItems":
     return [FieldError(path, "TooMany", detail="%d: must have at most %d "
                        "items" % (len(value), want))]
@@ -139,15 +186,19 @@ def _field_errors(error):
 class Schema:
   """Every schema of one OpenAPI v3 document, ready to check objects."""
 
-  def __init__(self, document, schemas=None):
-    """document: OpenAPI v3; schemas: JSON Schemas already translated."""
-    self._schemas = schemas or translate_document(document)
+  def __init__(self, document, schemas=None, overlay=None, checks=None):
+    """document: OpenAPI v3 (or schemas: JSON Schemas already translated);
+    overlay: see translate_document; checks: {format name: check(errs,
+    path, value)} appending kube_fields.FieldErrors, for the overlay's
+    formats."""
+    self._schemas = schemas or translate_document(document, overlay)
+    checker = _format_checker(checks)
     self._validators = {}
     for name in self._schemas:
       self._validators[name] = _VALIDATOR(
           {"$ref": "#/components/schemas/" + name,
            "components": {"schemas": self._schemas}},
-          format_checker=_CHECKER)
+          format_checker=checker)
     refs = re.findall(r'"\$ref": "#/components/schemas/([^"]*)"',
                       json.dumps(self._schemas))
     for name in refs:
@@ -155,10 +206,10 @@ class Schema:
         raise ValueError("schema reference to unknown %s" % name)
 
   @classmethod
-  def load(cls, path):
+  def load(cls, path, overlay=None, checks=None):
     """Reads and translates the document at path (OSError, ValueError)."""
     with open(path, encoding="utf-8") as f:
-      return cls(json.load(f))
+      return cls(json.load(f), overlay=overlay, checks=checks)
 
   def names(self):
     """The schema names known."""
