@@ -11,14 +11,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "nlohmann/json.hpp"
+#include "json_fields.h"
 #include "status/v1/status.pb.h"
 #include "v1beta1/api.pb.h"
 
 namespace gdp::dpctl {
-
-// Keeps fields in insertion order, so "event" comes first in every line.
-using Json = nlohmann::ordered_json;
 
 // Receives events. Implementations must be thread-safe: Emit is called from
 // gRPC handler threads, stream follower threads and command threads, and

@@ -1,14 +1,18 @@
-// Building the fields of event objects (events.h, dra_events.h), and
-// reading them for their text forms without throwing on a missing field.
+// The JSON type of dpctl's event objects (events.h, dra_events.h), building
+// their fields, and reading them for their text forms without throwing on a
+// missing field.
 #ifndef GDP_DPCTL_JSON_FIELDS_H_
 #define GDP_DPCTL_JSON_FIELDS_H_
 
 #include <string>
 
 #include "absl/strings/string_view.h"
-#include "events.h"
+#include "nlohmann/json.hpp"
 
 namespace gdp::dpctl {
+
+// Keeps fields in insertion order, so "event" comes first in every line.
+using Json = nlohmann::ordered_json;
 
 // {"event":<event>}, plus "<key>":<value> when `value` is not empty: the
 // head of every event object.

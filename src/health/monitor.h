@@ -21,6 +21,7 @@
 #include "health/probe.h"
 #include "health/signals.h"
 #include "health/tracker.h"
+#include "health/watched_gpu.h"
 #include "nvml/nvml.h"
 #include "nvml/runner.h"
 
@@ -56,26 +57,6 @@ struct HealthMonitorOptions {
   // event, Watch or Stop ends it at the end of the round. Needs the real
   // clock; ignored with a finite wait_slice.
   bool quiet_rounds = false;
-};
-
-// The event types registered on every GPU (masked by what it supports).
-inline constexpr unsigned long long kHealthEventTypes =
-    nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError |
-    nvmlEventTypeSingleBitEccError;
-
-// A GPU to watch, and the MIG devices discovery found on it, which sweeps
-// probe too.
-struct WatchedGpu {
-  GpuRef ref;
-  std::vector<MigInstance> migs;
-  bool read_signals = false;  // a sweep also reads its health signals
-  // The handle its events are registered with, when known: a sweep asks it
-  // first and looks the GPU up by UUID only when it does not answer (NVML
-  // keeps a device's handle until shutdown; a lost GPU's fails).
-  nvmlDevice_t handle = nullptr;
-  // A sweep also reads what a reset changes (Nvml::ResetMarkers): while a
-  // unit of the GPU needs a reset (HealthTracker::AwaitsReset).
-  bool read_reset_markers = false;
 };
 
 // The GPUs of a discovery, with their MIG devices.

@@ -13,9 +13,9 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "health/monitor.h"
 #include "health/probe.h"
 #include "health/signals.h"
+#include "health/watched_gpu.h"
 #include "nvml/nvml.h"
 
 namespace gdp {
