@@ -12,11 +12,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "health/health_state.h"
 #include "health/state_file.h"
-#include "util/logging.h"
-#include "util/read_file.h"
 
 namespace gdp {
 namespace {
@@ -142,20 +139,6 @@ int Clear(const ParsedFlags& flags, const std::string& path, HealthState state,
 }
 
 }  // namespace
-
-std::string ReadBootId(const std::string& proc_root) {
-  const std::string path =
-      absl::StrCat(proc_root, "/sys/kernel/random/boot_id");
-  // A /proc file (regular, size 0): 37 bytes.
-  absl::StatusOr<std::string> text = ReadRegularFile(path, {.max_bytes = 4096});
-  if (!text.ok()) {
-    LOG_WARN("Cannot read the boot ID: {}", text.status().message());
-    return "";
-  }
-  std::string id(absl::StripAsciiWhitespace(*text));
-  if (id.empty()) LOG_WARN("Cannot read the boot ID: {} is empty", path);
-  return id;
-}
 
 int RunHealthState(const ParsedFlags& flags, const std::string& boot_id,
                    std::ostream& out, std::ostream& err) {

@@ -9,13 +9,9 @@
 #include <string>
 
 #include "cmd/flags.h"
+#include "util/boot_id.h"
 
 namespace gdp {
-
-// This boot's ID: <proc_root>/sys/kernel/random/boot_id, trimmed (the
-// host's in any container). "" when it cannot be read (logged, naming the
-// file); the health state is then not kept.
-std::string ReadBootId(const std::string& proc_root);
 
 // `gpu-device-plugin health-state show|clear` on the file in
 // flags.state_dir; `boot_id` is this boot's ("" unknown).

@@ -8,6 +8,7 @@
 #include "cdi/driver_files.h"
 #include "dra/claim_edits.h"
 #include "dra/slices.h"
+#include "util/boot_id.h"
 #include "util/logging.h"
 #include "util/thread_name.h"
 

@@ -6,13 +6,11 @@
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "cdi/write_spec.h"
 #include "dra/claim_edits.h"
-#include "util/file_watcher.h"
 #include "util/logging.h"
 #include "util/quote.h"
 
@@ -33,11 +31,6 @@ std::string ClaimError(const ClaimRef& ref, absl::string_view what) {
 }
 
 }  // namespace
-
-std::string ReadBootId(const std::string& proc_root) {
-  return std::string(absl::StripAsciiWhitespace(
-      ReadFileOrEmpty(absl::StrCat(proc_root, "/sys/kernel/random/boot_id"))));
-}
 
 Preparer::Preparer(PreparerOptions options, ClaimReader& reader)
     : options_(std::move(options)), reader_(reader) {

@@ -143,10 +143,6 @@ class Preparer {
   std::map<std::string, Reading> reading_ ABSL_GUARDED_BY(mu_);
 };
 
-// The boot ID the kernel gives this boot (<proc_root>/sys/kernel/random/
-// boot_id, trimmed), or "" when it cannot be read.
-std::string ReadBootId(const std::string& proc_root);
-
 }  // namespace gdp::dra
 
 #endif  // GDP_DRA_PREPARER_H_
