@@ -10,7 +10,8 @@
 //        --rootfs-tool BIN --apiserver PY [--claims N] [--calls N]
 //        [--starts N] [--xids N] [--deletes N] [--plugin-arg ARG]...
 //        ("{root}" in a plugin argument becomes the fixture root)
-//        dra_bench --serve-echo SOCKET   (internal: the echo server)
+//        dra_bench --serve-echo SOCKET   (internal: the echo server, the
+//        testing kit's FakeDraPlugin)
 #include <signal.h>
 #include <unistd.h>
 
@@ -24,10 +25,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "bench/dra_echo.h"
 #include "bench/dra_env.h"
 #include "bench/dra_prepare.h"
 #include "bench/slice_watch.h"
+#include "testing/fake_dra_plugin.h"
 
 namespace gdp::bench {
 namespace {
@@ -272,7 +273,13 @@ absl::Status Run(const Options& o) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--serve-echo") {
-    return gdp::bench::ServeDraEcho(argv[2]);
+    gdp::testing::FakeDraPlugin echo(argv[2], argv[2]);
+    if (!echo.StartEndpoint()) {
+      std::cerr << "dra_bench: cannot serve " << argv[2] << "\n";
+      return 1;
+    }
+    pause();  // until killed
+    return 0;
   }
   CLI::App app{"gpu-device-plugin DRA benchmarks"};
   gdp::bench::Options o;

@@ -187,7 +187,7 @@ absl::StatusOr<PrepareTimes> TimePrepares(DraEnv& env,
   absl::StatusOr<std::unique_ptr<kube::Client>> api = env.NewClient();
   if (!api.ok()) return api.status();
   Claim echoed = kept;
-  echoed.device = "gpu-0";  // the echo's canned device
+  echoed.device = "gpu-" + kept.uid;  // FakeDraPlugin's default answer
 
   PrepareTimes t;
   size_t next = 0;

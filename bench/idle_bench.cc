@@ -23,10 +23,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
-#include "bench/bench_kubelet.h"
 #include "bench/fixture.h"
 #include "bench/idle_streams.h"
 #include "bench/proc_usage.h"
+#include "testing/fake_kubelet.h"
 #include "testing/subprocess.h"
 
 namespace gdp::bench {
@@ -112,7 +112,7 @@ int Run(const Options& o) {
     std::cerr << argv.status().message() << "\n";
     return 1;
   }
-  BenchKubelet kubelet(dir / "kp");
+  testing::FakeKubelet kubelet(dir / "kp");
   // Metrics stay off: no --metrics-address, and none from our environment.
   Subprocess daemon({.argv = *argv,
                      .env = PluginEnv(o),

@@ -23,8 +23,8 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "bench/bench_kubelet.h"
 #include "bench/fixture.h"
+#include "testing/fake_kubelet.h"
 #include "testing/subprocess.h"
 #include "v1beta1/api.grpc.pb.h"
 
@@ -156,7 +156,7 @@ int Run(const Options& o) {
   // (c) start to registered.
   std::vector<double> start_ms;
   for (int i = 0; i < runs; ++i) {
-    BenchKubelet kubelet(dir / "kp");
+    testing::FakeKubelet kubelet(dir / "kp");
     absl::Time t0 = absl::Now();
     auto p = spawn();
     absl::Time t = kubelet.WaitForRegistrations(1, absl::Seconds(10));
@@ -170,7 +170,7 @@ int Run(const Options& o) {
   }
 
   // One long-lived daemon for (d), (b) and (a).
-  auto kubelet = std::make_unique<BenchKubelet>(dir / "kp");
+  auto kubelet = std::make_unique<testing::FakeKubelet>(dir / "kp");
   auto daemon = spawn();
   kubelet->WaitForRegistrations(1, absl::Seconds(10));
 
@@ -178,7 +178,7 @@ int Run(const Options& o) {
   std::vector<double> rereg_ms;
   for (int i = 0; i < runs; ++i) {
     kubelet.reset();
-    kubelet = std::make_unique<BenchKubelet>(dir / "kp");
+    kubelet = std::make_unique<testing::FakeKubelet>(dir / "kp");
     absl::Time t = kubelet->WaitForRegistrations(1, absl::Seconds(10));
     if (t == absl::InfinitePast()) {
       std::cerr << "plugin did not re-register:\n" << daemon->Stderr();
@@ -191,7 +191,7 @@ int Run(const Options& o) {
   for (int i = 0; i < runs; ++i) {
     kubelet.reset();
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    kubelet = std::make_unique<BenchKubelet>(dir / "kp");
+    kubelet = std::make_unique<testing::FakeKubelet>(dir / "kp");
     absl::Time t = kubelet->WaitForRegistrations(1, absl::Seconds(10));
     if (t == absl::InfinitePast()) {
       std::cerr << "plugin did not re-register after a gap:\n"

@@ -27,8 +27,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "bench/bench_kubelet.h"
 #include "bench/fixture.h"
+#include "testing/fake_kubelet.h"
 #include "testing/subprocess.h"
 #include "v1beta1/api.grpc.pb.h"
 
@@ -157,7 +157,7 @@ int Run(const Options& o, const fs::path& dir) {
     std::cerr << argv.status().message() << "\n";
     return 1;
   }
-  BenchKubelet kubelet(dir / "kp");
+  testing::FakeKubelet kubelet(dir / "kp");
   Subprocess plugin({.argv = *argv,
                      .env = PluginEnv(o),
                      .stderr_path = (dir / "plugin.err").string()});

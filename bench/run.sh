@@ -130,9 +130,10 @@ prepared once (timed) and unprepared right after (not timed), after 20
 warm-up claims. Its floors are timed in the same run, in 16 alternating
 rounds after 200 warm-up calls each (each block of one kind starts with
 2 calls not timed: the first call after a pause is slower, the echo's
-too): a bare gRPC echo answering NodePrepareResources with a canned
-device, in its own process (the same kind of unix socket, the same
-callback API, the answer made on a worker thread as the plugin does); a
+too): the testing kit's DRA plugin (testing/fake_dra_plugin.h) answering
+NodePrepareResources with a canned device, in its own process (the same
+kind of unix socket, the same callback API, the answer made on a worker
+thread as the plugin does); a
 bare HTTPS GET of a claim from the emulator with the project's kube
 client (keep-alive, like the plugin's); and the two atomic file writes a
 fresh Prepare makes (CDI spec and checkpoint, each written to a

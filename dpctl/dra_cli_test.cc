@@ -14,16 +14,16 @@
 
 #include "absl/strings/match.h"
 #include "dpctl_process.h"
-#include "dra_test_support.h"
 #include "test_support.h"
+#include "testing/fake_dra_plugin.h"
 
 namespace gdp::dpctl {
 namespace {
 
 using ::gdp::dpctl::testing::DpctlProcess;
-using ::gdp::dpctl::testing::FakeDraPlugin;
-using ::gdp::dpctl::testing::MakeDeviceHealth;
 using ::gdp::dpctl::testing::TempDir;
+using ::gdp::testing::FakeDraPlugin;
+using ::gdp::testing::MakeDeviceHealth;
 
 class DraCliTest : public ::testing::Test {
  protected:

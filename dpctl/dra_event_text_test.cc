@@ -6,12 +6,12 @@
 #include <string>
 
 #include "dra_events.h"
-#include "dra_test_support.h"
+#include "testing/fake_dra_plugin.h"
 
 namespace gdp::dpctl {
 namespace {
 
-using ::gdp::dpctl::testing::MakeDeviceHealth;
+using ::gdp::testing::MakeDeviceHealth;
 
 const std::vector<ClaimRef> kAsked = {
     {"default", "train", "uid-1"},

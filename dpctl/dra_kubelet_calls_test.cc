@@ -9,17 +9,17 @@
 
 #include "dra_kubelet.h"
 #include "dra_kubelet_fixture.h"
-#include "dra_test_support.h"
+#include "testing/fake_dra_plugin.h"
 
 namespace gdp::dpctl {
 namespace {
 
 using ::gdp::dpctl::testing::DraKubeletTest;
 using ::gdp::dpctl::testing::EmulatorRunner;
-using ::gdp::dpctl::testing::FakeDraPlugin;
 using ::gdp::dpctl::testing::kWait;
-using ::gdp::dpctl::testing::MakeDeviceHealth;
 using ::gdp::dpctl::testing::TempDir;
+using ::gdp::testing::FakeDraPlugin;
+using ::gdp::testing::MakeDeviceHealth;
 
 TEST_F(DraKubeletTest, PrepareAndUnprepare) {
   auto runner = Run(Config());

@@ -11,11 +11,13 @@
 #include <utility>
 
 #include "dra_kubelet.h"
-#include "dra_test_support.h"
 #include "emulator_runner.h"
 #include "test_support.h"
+#include "testing/fake_dra_plugin.h"
 
 namespace gdp::dpctl::testing {
+
+using ::gdp::testing::FakeDraPlugin;
 
 inline constexpr char kDriver[] = "gpu.nvidia.com";
 // Generous: the machine running the tests may be busy.

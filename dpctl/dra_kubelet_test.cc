@@ -10,17 +10,17 @@
 #include <string>
 
 #include "dra_kubelet_fixture.h"
-#include "dra_test_support.h"
+#include "testing/fake_dra_plugin.h"
 
 namespace gdp::dpctl {
 namespace {
 
 using ::gdp::dpctl::testing::DraKubeletTest;
-using ::gdp::dpctl::testing::FakeDraPlugin;
 using ::gdp::dpctl::testing::kDriver;
 using ::gdp::dpctl::testing::kWait;
-using ::gdp::dpctl::testing::MakeSocketFile;
 using ::gdp::dpctl::testing::TempDir;
+using ::gdp::testing::FakeDraPlugin;
+using ::gdp::testing::MakeSocketFile;
 
 TEST_F(DraKubeletTest, DiscoversSocketsAtStartAndLater) {
   auto early = Plugin("early");

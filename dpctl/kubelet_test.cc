@@ -164,7 +164,7 @@ TEST_F(KubeletTest, FailedAutoAllocationExitsNonZero) {
 TEST(KubeletStartTest, TooLongSocketPathFails) {
   TempDir dir;
   KubeletConfig config;
-  config.dir = dir.path() + "/" + std::string(120, 'd');
+  config.dir = dir.path().string() + "/" + std::string(120, 'd');
   Runner runner(config);
   EXPECT_EQ(runner.Join(), kKubeletStartFailed);
   EXPECT_NE(runner.err.str().find("error: socket path"), std::string::npos)

@@ -6,15 +6,15 @@
 #include <fstream>
 #include <string>
 
-#include "dra_test_support.h"
 #include "test_support.h"
+#include "testing/fake_dra_plugin.h"
 
 namespace gdp::dpctl {
 namespace {
 
-using ::gdp::dpctl::testing::MakeSocketFile;
 using ::gdp::dpctl::testing::RecordingSink;
 using ::gdp::dpctl::testing::TempDir;
+using ::gdp::testing::MakeSocketFile;
 
 namespace fs = std::filesystem;
 
@@ -65,7 +65,7 @@ TEST(PluginWatcherTest, SocketsPresentAtStartCountAsCreated) {
   ASSERT_TRUE(MakeSocketFile(dir.File(".dot/c-reg.sock")));
 
   Recorder recorder;
-  PluginWatcher watcher(dir.path() + "/", &recorder);
+  PluginWatcher watcher(dir.path().string() + "/", &recorder);
   ASSERT_TRUE(watcher.Init().ok());
   watcher.Start();
   ASSERT_TRUE(recorder.Wait("created", dir.File("a-reg.sock")));

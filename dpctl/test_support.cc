@@ -9,20 +9,6 @@
 
 namespace gdp::dpctl::testing {
 
-TempDir::TempDir() {
-  char pattern[] = "/tmp/dpctl-XXXXXX";
-  if (mkdtemp(pattern) != nullptr) path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code error;
-  if (!path_.empty()) std::filesystem::remove_all(path_, error);
-}
-
-std::string TempDir::File(const std::string& name) const {
-  return path_ + "/" + name;
-}
-
 std::unique_ptr<grpc::Server> ServeUnixSocket(
     const std::string& path, const std::vector<grpc::Service*>& services) {
   grpc::ServerBuilder builder;

@@ -1,4 +1,4 @@
-// Helpers for dpctl's tests: a temporary directory, an EventSink that
+// Helpers for dpctl's tests: the testing kit's TempDir, an EventSink that
 // records events, and a small in-process v1beta1 device plugin (optionally
 // also serving our DeviceStatus service).
 #ifndef GDP_DPCTL_TEST_SUPPORT_H_
@@ -16,26 +16,12 @@
 #include "events.h"
 #include "grpcpp/grpcpp.h"
 #include "status/v1/status.grpc.pb.h"
+#include "testing/temp_dir.h"
 #include "v1beta1/api.grpc.pb.h"
 
 namespace gdp::dpctl::testing {
 
-// A fresh directory under /tmp (short, for socket paths), removed with its
-// contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  // path() + "/" + name.
-  std::string File(const std::string& name) const;
-
- private:
-  std::string path_;
-};
+using ::gdp::testing::TempDir;
 
 // Records every event. Thread-safe.
 class RecordingSink : public EventSink {

@@ -5,11 +5,12 @@
 #define GDP_TESTING_FAKE_NVML_ROOT_H_
 
 #include <stdlib.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "testing/temp_dir.h"
 
 namespace gdp::testing {
 
@@ -17,31 +18,26 @@ namespace gdp::testing {
 // (FAKE_NVML_CONTROL, FAKE_NVML_MACHINE), so one lives at a time.
 class FakeNvmlRoot {
  public:
-  // Makes <tmp>/gdp-<tag>-<pid>/ (anew) with usr/lib64/libnvidia-ml.so.1
-  // linking to `library`, and points FAKE_NVML_CONTROL at its control file.
-  FakeNvmlRoot(const std::string& tag, const std::string& library)
-      : dir_(std::filesystem::temp_directory_path() /
-             ("gdp-" + tag + "-" + std::to_string(getpid()))) {
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_ / "usr/lib64");
+  // Makes a TempDir(tag) with usr/lib64/libnvidia-ml.so.1 linking to
+  // `library`, and points FAKE_NVML_CONTROL at its control file.
+  FakeNvmlRoot(const std::string& tag, const std::string& library) : tmp_(tag) {
+    std::filesystem::create_directories(dir() / "usr/lib64");
     std::filesystem::create_symlink(library,
-                                    dir_ / "usr/lib64/libnvidia-ml.so.1");
+                                    dir() / "usr/lib64/libnvidia-ml.so.1");
     setenv("FAKE_NVML_CONTROL", control().c_str(), 1);
   }
   // Unsets both variables and removes the folder.
   ~FakeNvmlRoot() {
     unsetenv("FAKE_NVML_CONTROL");
     unsetenv("FAKE_NVML_MACHINE");
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
   }
   FakeNvmlRoot(const FakeNvmlRoot&) = delete;
   FakeNvmlRoot& operator=(const FakeNvmlRoot&) = delete;
 
   // The driver root, for Nvml::Open; a test may keep other files there.
-  std::string root() const { return dir_.string(); }
-  const std::filesystem::path& dir() const { return dir_; }
-  std::filesystem::path control() const { return dir_ / "control"; }
+  std::string root() const { return dir().string(); }
+  const std::filesystem::path& dir() const { return tmp_.path(); }
+  std::filesystem::path control() const { return dir() / "control"; }
 
   // The machine file the fake describes from the next Nvml::Open on.
   void UseMachine(const std::string& path) const {
@@ -53,7 +49,7 @@ class FakeNvmlRoot {
   }
 
  private:
-  const std::filesystem::path dir_;
+  const TempDir tmp_;
 };
 
 }  // namespace gdp::testing

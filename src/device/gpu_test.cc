@@ -12,6 +12,7 @@
 
 #include "device/device.h"
 #include "nvml/nvml.h"
+#include "testing/temp_dir.h"
 #include "util/fifo_testing.h"
 
 namespace gdp {
@@ -20,8 +21,8 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(ReadNumaNodeTest, AFifoDoesNotBlock) {
-  const fs::path sys =
-      fs::temp_directory_path() / ("gdp-numa-fifo-" + std::to_string(getpid()));
+  const gdp::testing::TempDir tmp("numa-fifo");
+  const fs::path sys = tmp.path();
   const fs::path dir = sys / "bus/pci/devices/0000:07:00.0";
   fs::create_directories(dir);
   int node = 7;
@@ -29,12 +30,11 @@ TEST(ReadNumaNodeTest, AFifoDoesNotBlock) {
       (dir / "numa_node").string(),
       [&] { node = ReadNumaNode(sys.string(), "0000:07:00.0"); }));
   EXPECT_EQ(node, -1);
-  fs::remove_all(sys);
 }
 
 TEST(ReadNumaNodeTest, Table) {
-  fs::path sys =
-      fs::temp_directory_path() / ("gdp-numa-" + std::to_string(getpid()));
+  const gdp::testing::TempDir tmp("numa");
+  const fs::path sys = tmp.path();
   struct Case {
     const char* bus_id;
     const char* content;  // nullptr: no file
@@ -50,21 +50,17 @@ TEST(ReadNumaNodeTest, Table) {
     if (c.content != nullptr) std::ofstream(dir / "numa_node") << c.content;
     EXPECT_EQ(ReadNumaNode(sys.string(), c.bus_id), c.want) << c.bus_id;
   }
-  fs::remove_all(sys);
 }
 
 class DiscoveryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gdp-disc-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "drv/usr/lib64");
     Start(std::string(GDP_MACHINES_DIR) + "/dgx-a100.yaml");
   }
   void TearDown() override {
     nvml_.reset();
     unsetenv("FAKE_NVML_CONTROL");
-    fs::remove_all(dir_);
   }
 
   // (Re)opens NVML from `library` on machine file `machine`, with a fixture
@@ -101,7 +97,8 @@ class DiscoveryTest : public ::testing::Test {
     return node;
   }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"disc"};
+  const fs::path dir_ = tmp_.path();
   std::unique_ptr<Nvml> nvml_;
 };
 

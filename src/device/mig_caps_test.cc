@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "testing/temp_dir.h"
 #include "util/fifo_testing.h"
 
 namespace gdp {
@@ -113,15 +114,8 @@ TEST(MigCapsTest, DevicePath) {
 
 class MigCapsFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() / ("gdp-migcaps-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"migcaps"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(MigCapsFileTest, MissingFileIsNotFoundWithPath) {

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include "testing/temp_dir.h"
+
 namespace gdp {
 namespace {
 
@@ -15,14 +17,10 @@ namespace fs = std::filesystem;
 class PcieRootTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gdp-pcie-root-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
     sys_ = dir_ / "sys";
     fs::create_directories(sys_ / "bus/pci/devices");
     fs::create_directories(sys_ / "devices");
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   // Makes directory sys/devices/<path> (when `path` is not empty) and the
   // link sys/bus/pci/devices/<bus_id> -> `target`.
@@ -32,7 +30,9 @@ class PcieRootTest : public ::testing::Test {
     fs::create_directory_symlink(target, sys_ / "bus/pci/devices" / bus_id);
   }
 
-  fs::path dir_, sys_;
+  const gdp::testing::TempDir tmp_{"pcie-root"};
+  const fs::path dir_ = tmp_.path();
+  fs::path sys_;
 };
 
 TEST_F(PcieRootTest, Table) {

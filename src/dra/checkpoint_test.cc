@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "testing/temp_dir.h"
 #include "util/fifo_testing.h"
 
 namespace gdp::dra {
@@ -96,9 +97,8 @@ TEST(CheckpointTest, CorruptOrNewerIsAnErrorNamingTheFile) {
 }
 
 TEST(CheckpointTest, FileIsWrittenAtomicallyAndPrivately) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    absl::StrCat("gdp-checkpoint-", getpid());
-  std::filesystem::remove_all(dir);
+  const gdp::testing::TempDir tmp("checkpoint");
+  const std::filesystem::path dir = tmp.path() / "d";
   const std::string path = (dir / "sub" / "cp.json").string();
   EXPECT_TRUE(absl::IsNotFound(ReadCheckpoint(path).status()));
   ASSERT_TRUE(WriteCheckpoint(path, Sample()).ok());
@@ -108,18 +108,14 @@ TEST(CheckpointTest, FileIsWrittenAtomicallyAndPrivately) {
   absl::StatusOr<Checkpoint> back = ReadCheckpoint(path);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, Sample());
-  std::filesystem::remove_all(dir);
 }
 
 // A checkpoint file that cannot be one of ours (too large, not a regular
 // file) is refused as damage without being read or blocking, so the
 // preparer sets it aside and starts.
 TEST(CheckpointTest, WhatIsNotASmallRegularFileIsDamageRefusedUnread) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      absl::StrCat("gdp-checkpoint-bad-", getpid());
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const gdp::testing::TempDir tmp("checkpoint-bad");
+  const std::filesystem::path dir = tmp.path();
   const std::string huge = (dir / "huge.json").string();
   // 200 MB, sparse: read whole, it took 479 MB at every start.
   std::ofstream(huge).close();
@@ -148,7 +144,6 @@ TEST(CheckpointTest, WhatIsNotASmallRegularFileIsDamageRefusedUnread) {
       fifo_path, [&] { fifo = ReadCheckpoint(fifo_path); }));
   EXPECT_EQ(fifo.status().code(), absl::StatusCode::kDataLoss) << fifo.status();
   EXPECT_THAT(fifo.status().message(), HasSubstr("not a regular file"));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CheckpointTest, DeepOrOversizedCheckpointsAreRefused) {
@@ -159,10 +154,8 @@ TEST(CheckpointTest, DeepOrOversizedCheckpointsAreRefused) {
               HasSubstr("cp.json: JSON nested deeper than 100 levels"));
 
   // What would be refused when read is not written.
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      absl::StrCat("gdp-checkpoint-big-", getpid());
-  std::filesystem::remove_all(dir);
+  const gdp::testing::TempDir tmp("checkpoint-big");
+  const std::filesystem::path dir = tmp.path() / "d";
   Checkpoint big = Sample();
   big.claims["u-1"].ref.name = std::string(kMaxCheckpointBytes, 'n');
   const std::string path = (dir / "cp.json").string();
@@ -170,14 +163,11 @@ TEST(CheckpointTest, DeepOrOversizedCheckpointsAreRefused) {
   EXPECT_EQ(written.code(), absl::StatusCode::kResourceExhausted) << written;
   EXPECT_THAT(written.message(), HasSubstr("more than the 4194304"));
   EXPECT_FALSE(std::filesystem::exists(path));
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CheckpointTest, ItsDirectoryIsPrivateWhateverTheUmask) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      absl::StrCat("gdp-checkpoint-dir-", getpid());
-  std::filesystem::remove_all(dir);
+  const gdp::testing::TempDir tmp("checkpoint-dir");
+  const std::filesystem::path dir = tmp.path() / "d";
   const mode_t old = umask(0);
   absl::Status written =
       WriteCheckpoint((dir / "plugin" / "cp.json").string(), Sample());
@@ -188,7 +178,6 @@ TEST(CheckpointTest, ItsDirectoryIsPrivateWhateverTheUmask) {
   EXPECT_EQ(st.st_mode & 07777, 0700u);
   ASSERT_EQ(stat(dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

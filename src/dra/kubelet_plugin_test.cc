@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::dra {
 namespace {
@@ -16,15 +17,13 @@ namespace fs = std::filesystem;
 class KubeletPluginTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / absl::StrCat("gdp-kplugin-", getpid());
-    fs::remove_all(dir_);
     options_.driver_name = "gpu.example.com";
     options_.registration_dir = (dir_ / "reg").string();
     options_.plugins_dir = (dir_ / "plugins").string();
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"kplugin"};
+  const fs::path dir_ = tmp_.path() / "d";
   KubeletPluginOptions options_;
   HealthStreams streams_;
   RegistrationState state_;

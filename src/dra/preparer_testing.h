@@ -19,6 +19,7 @@
 #include "device/device_set.h"
 #include "dra/claim_edits.h"
 #include "dra/preparer.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::dra {
 
@@ -71,10 +72,6 @@ inline AllocatedClaim Allocated(const std::string& name, const std::string& uid,
 class PreparerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           absl::StrCat("gdp-preparer-", getpid(), "-", n_++);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     devices_ = std::make_unique<DeviceSet>(
         std::vector<Device>{Dev("gpu-0", 0), Dev("gpu-1", 1)});
     base_ = std::make_shared<ClaimSpecBase>();
@@ -82,7 +79,6 @@ class PreparerTest : public ::testing::Test {
     reader_.claims["ns/one"] =
         Allocated("one", "u-1", {{"gpu", "gpu.nvidia.com", "node-1", "gpu-0"}});
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   std::unique_ptr<Preparer> Make(const std::string& boot = "boot-1",
                                  const std::string& driver = "gpu.nvidia.com") {
@@ -101,8 +97,8 @@ class PreparerTest : public ::testing::Test {
     return (dir_ / "cdi" / ClaimSpecFileName("gpu.nvidia.com", uid)).string();
   }
 
-  static inline int n_ = 0;
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"preparer"};
+  const fs::path dir_ = tmp_.path();
   TableReader reader_;
   std::unique_ptr<DeviceSet> devices_;
   std::shared_ptr<ClaimSpecBase> base_;

@@ -22,6 +22,7 @@
 #include "kube/test_server.h"
 #include "kube/testing_tls.h"
 #include "testing/subprocess.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::dra {
 namespace {
@@ -58,18 +59,11 @@ double Count(metrics::Family<metrics::Counter>& family,
 
 class PublisherTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           absl::StrCat("gdp-publisher-", getpid(), "-", n_++);
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
   void TearDown() override {
     publisher_.reset();
     api_.reset();
     test_api_.reset();
     server_.reset();
-    fs::remove_all(dir_);
   }
 
   // A client of the emulator sending `user_agent` (its field manager is
@@ -141,8 +135,8 @@ class PublisherTest : public ::testing::Test {
     return false;
   }
 
-  static inline int n_ = 0;
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"publisher"};
+  const fs::path dir_ = tmp_.path();
   std::unique_ptr<Subprocess> server_;
   std::unique_ptr<kube::Client> test_api_, api_;
   std::unique_ptr<SlicePublisher> publisher_;

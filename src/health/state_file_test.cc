@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "testing/temp_dir.h"
 #include "util/fifo_testing.h"
 
 namespace gdp {
@@ -265,14 +266,8 @@ TEST(StateFileTest, TextThatIsNotJsonIsDataLoss) {
 
 class StateFileDirTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("state_file_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"state-file"};
+  const fs::path dir_ = tmp_.path() / "d";
 };
 
 TEST_F(StateFileDirTest, WriteCreatesTheDirectoryAndReadsBack) {

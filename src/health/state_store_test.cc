@@ -13,6 +13,7 @@
 #include <string>
 
 #include "health/state_file.h"
+#include "testing/temp_dir.h"
 #include "util/fifo_testing.h"
 #include "util/logging.h"
 
@@ -45,20 +46,16 @@ class StateStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     logging::Init(0);
-    dir_ = fs::path(::testing::TempDir()) /
-           ("state_store_test_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
     tracker_ = std::make_unique<HealthTracker>(XidPolicy());
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   HealthStateOptions Options(const std::string& boot = "boot-1") {
     return {.dir = (dir_ / "state").string(), .boot_id = boot};
   }
   fs::path File() { return dir_ / "state" / "health-state.json"; }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"state-store"};
+  const fs::path dir_ = tmp_.path() / "d";
   std::unique_ptr<HealthTracker> tracker_;
 };
 

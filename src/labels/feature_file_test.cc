@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "testing/temp_dir.h"
 #include "util/file_watcher.h"
 
 namespace gdp {
@@ -21,17 +22,11 @@ using ::testing::HasSubstr;
 
 class FeatureFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gdp-features-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   static std::string Read(const fs::path& path) {
     return ReadFileOrEmpty(path.string());
   }
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"features"};
+  const fs::path dir_ = tmp_.path() / "d";
 };
 
 TEST_F(FeatureFileTest, FormatIsSortedNameValueLines) {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <thread>
 
+#include "testing/temp_dir.h"
 #include "util/file_watcher.h"
 
 namespace gdp {
@@ -21,12 +22,9 @@ namespace fs = std::filesystem;
 class LabelLoopTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gdp-loop-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
     config_.gfd.output_file = (dir_ / "features.d/gfd").string();
     config_.gfd.sleep_interval = absl::Hours(1);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   static std::string Read(const fs::path& path) {
     return ReadFileOrEmpty(path.string());
@@ -47,7 +45,8 @@ class LabelLoopTest : public ::testing::Test {
     return [this] { return absl::FromUnixSeconds(1000 + ticks_++); };
   }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"loop"};
+  const fs::path dir_ = tmp_.path() / "d";
   Config config_;
   std::atomic<int> ticks_{0};
 };

@@ -12,6 +12,7 @@
 
 #include "labels/label_loop.h"
 #include "nvml/nvml.h"
+#include "testing/temp_dir.h"
 #include "util/file_watcher.h"
 
 namespace gdp {
@@ -67,23 +68,18 @@ const Case kCases[] = {
 class MachineLabelsTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() / ("gdp-labels-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "drv/usr/lib64");
     fs::create_symlink(GDP_FAKE_NVML_LIB,
                        dir_ / "drv/usr/lib64/libnvidia-ml.so.1");
   }
-  void TearDown() override {
-    unsetenv("FAKE_NVML_MACHINE");
-    fs::remove_all(dir_);
-  }
+  void TearDown() override { unsetenv("FAKE_NVML_MACHINE"); }
 
   static std::string Read(const fs::path& path) {
     return ReadFileOrEmpty(path.string());
   }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"labels"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_P(MachineLabelsTest, MatchesExpectedFile) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/temp_dir.h"
 #include "util/fifo_testing.h"
 
 namespace gdp {
@@ -17,14 +18,8 @@ using ::testing::HasSubstr;
 
 class NodeFactsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() / ("gdp-facts-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"facts"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(NodeFactsTest, MachineType) {

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <thread>
 
+#include "testing/temp_dir.h"
+
 namespace gdp {
 namespace {
 
@@ -20,19 +22,13 @@ using ::testing::HasSubstr;
 class NvmlTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ =
-        fs::temp_directory_path() / ("gdp-nvml-" + std::to_string(getpid()));
-    fs::remove_all(root_);
     fs::create_directories(root_ / "usr/lib64");
     UseLibrary(GDP_FAKE_NVML_LIB);
     control_ = root_ / "control";
     setenv("FAKE_NVML_CONTROL", control_.c_str(), 1);
     UseMachine("dgx-a100");
   }
-  void TearDown() override {
-    unsetenv("FAKE_NVML_CONTROL");
-    fs::remove_all(root_);
-  }
+  void TearDown() override { unsetenv("FAKE_NVML_CONTROL"); }
   // Points the driver root's libnvidia-ml.so.1 at `path`.
   void UseLibrary(const std::string& path) {
     fs::remove(root_ / "usr/lib64/libnvidia-ml.so.1");
@@ -46,7 +42,9 @@ class NvmlTest : public ::testing::Test {
     std::ofstream(control_, std::ios::app) << line << "\n";
   }
 
-  fs::path root_, control_;
+  const gdp::testing::TempDir tmp_{"nvml"};
+  const fs::path root_ = tmp_.path();
+  fs::path control_;
 };
 
 TEST_F(NvmlTest, MissingLibraryNamesEveryPathTried) {

@@ -13,6 +13,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "nvml/deadline.h"
+#include "testing/temp_dir.h"
 #include "util/keep_until_exit.h"
 
 namespace gdp {
@@ -26,9 +27,6 @@ constexpr absl::Duration kDeadline = absl::Milliseconds(300);
 class RunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ =
-        fs::temp_directory_path() / ("gdp-runner-" + std::to_string(getpid()));
-    fs::remove_all(root_);
     fs::create_directories(root_ / "usr/lib64");
     fs::create_symlink(GDP_FAKE_NVML_LIB,
                        root_ / "usr/lib64/libnvidia-ml.so.1");
@@ -54,7 +52,6 @@ class RunnerTest : public ::testing::Test {
     EXPECT_TRUE(WaitUntil([&] { return nvml_->Hangs().empty(); }));
     nvml_.reset();
     unsetenv("FAKE_NVML_CONTROL");
-    fs::remove_all(root_);
   }
   void Inject(const std::string& line) {
     std::ofstream(control_, std::ios::app) << line << "\n";
@@ -84,7 +81,9 @@ class RunnerTest : public ::testing::Test {
     return *r;
   }
 
-  fs::path root_, control_;
+  const gdp::testing::TempDir tmp_{"runner"};
+  const fs::path root_ = tmp_.path();
+  fs::path control_;
   std::unique_ptr<Nvml> nvml_;
   std::unique_ptr<NvmlRunner> runner_;
   nvmlDevice_t gpus_[2] = {};

@@ -4,26 +4,26 @@
 #include "plugin/lifecycle.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <thread>
 
 #include "device/device_set.h"
 #include "plugin/service.h"
-#include "plugin/test_kubelet.h"
+#include "testing/eventually.h"
+#include "testing/fake_kubelet.h"
+#include "testing/temp_dir.h"
 
 namespace gdp {
 namespace {
 
 namespace fs = std::filesystem;
+using gdp::testing::Eventually;
+using gdp::testing::FakeKubelet;
 
 class LifecycleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path("/tmp") / ("gdp-lc-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     auto lc = PluginLifecycle::Create(
         {.kubelet_socket = (dir_ / "kubelet.sock").string(),
          .socket_name = "test.sock",
@@ -37,7 +37,6 @@ class LifecycleTest : public ::testing::Test {
   void TearDown() override {
     StopRunning();
     lifecycle_.reset();
-    fs::remove_all(dir_);
   }
   void StartRunning() {
     runner_ = std::thread([this] { lifecycle_->Run(); });
@@ -56,7 +55,8 @@ class LifecycleTest : public ::testing::Test {
   }
   bool OurSocketExists() { return fs::is_socket(dir_ / "test.sock"); }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"lc"};
+  const fs::path dir_ = tmp_.path();
   DeviceSet devices_{{}};
   Allocator allocator_{AllocatorOptions{}};
   std::unique_ptr<PluginLifecycle> lifecycle_;
@@ -64,7 +64,7 @@ class LifecycleTest : public ::testing::Test {
 };
 
 TEST_F(LifecycleTest, StepServesAndRegisters) {
-  TestKubelet kubelet(dir_);
+  FakeKubelet kubelet(dir_);
   lifecycle_->Step(absl::ZeroDuration());
   EXPECT_TRUE(OurSocketExists());
   EXPECT_TRUE(lifecycle_->registered());
@@ -80,7 +80,7 @@ TEST_F(LifecycleTest, StepServesAndRegisters) {
 // second does not take the socket over while the first serves it, and
 // takes over once the first is gone.
 TEST_F(LifecycleTest, SecondInstanceWaitsInsteadOfFighting) {
-  TestKubelet kubelet(dir_);
+  FakeKubelet kubelet(dir_);
   StartRunning();
   ASSERT_TRUE(Eventually([&] { return lifecycle_->registered(); }));
   auto second = PluginLifecycle::Create(
@@ -108,25 +108,25 @@ TEST_F(LifecycleTest, WaitsForAbsentKubeletThenRegisters) {
   EXPECT_TRUE(OurSocketExists());  // serving before the kubelet exists
   EXPECT_FALSE(lifecycle_->registered());
   StartRunning();
-  TestKubelet kubelet(dir_);  // wipes our socket, as a starting kubelet does
+  FakeKubelet kubelet(dir_);  // wipes our socket, as a starting kubelet does
   EXPECT_TRUE(Eventually([&] { return lifecycle_->registered(); }));
   EXPECT_TRUE(OurSocketExists());
   EXPECT_EQ(kubelet.registered(), 1);
 }
 
 TEST_F(LifecycleTest, KubeletRestartLeadsToReRegistration) {
-  auto kubelet = std::make_unique<TestKubelet>(dir_);
+  auto kubelet = std::make_unique<FakeKubelet>(dir_);
   StartRunning();
   ASSERT_TRUE(Eventually([&] { return lifecycle_->registrations() == 1; }));
   kubelet.reset();
-  kubelet = std::make_unique<TestKubelet>(dir_);  // deletes our socket
+  kubelet = std::make_unique<FakeKubelet>(dir_);  // deletes our socket
   EXPECT_TRUE(Eventually([&] { return lifecycle_->registrations() == 2; }));
   EXPECT_TRUE(Eventually([&] { return OurSocketExists(); }));
   EXPECT_EQ(kubelet->registered(), 1);
 }
 
 TEST_F(LifecycleTest, RejectedRegistrationIsRetriedWithBackoff) {
-  TestKubelet kubelet(dir_, /*accept=*/false);
+  FakeKubelet kubelet(dir_, /*accept=*/false);
   StartRunning();
   EXPECT_TRUE(Eventually([&] { return kubelet.attempts() >= 3; }));
   EXPECT_FALSE(lifecycle_->registered());
@@ -135,7 +135,7 @@ TEST_F(LifecycleTest, RejectedRegistrationIsRetriedWithBackoff) {
 }
 
 TEST_F(LifecycleTest, StopReturnsPromptlyAndRemovesSocket) {
-  TestKubelet kubelet(dir_);
+  FakeKubelet kubelet(dir_);
   StartRunning();
   ASSERT_TRUE(Eventually([&] { return lifecycle_->registered(); }));
   auto start = std::chrono::steady_clock::now();
@@ -145,7 +145,7 @@ TEST_F(LifecycleTest, StopReturnsPromptlyAndRemovesSocket) {
 }
 
 TEST_F(LifecycleTest, DirectoryRemovedIsRecreatedAndWatchedAgain) {
-  auto kubelet = std::make_unique<TestKubelet>(dir_);
+  auto kubelet = std::make_unique<FakeKubelet>(dir_);
   StartRunning();
   ASSERT_TRUE(Eventually([&] { return lifecycle_->registrations() == 1; }));
   kubelet.reset();
@@ -159,12 +159,12 @@ TEST_F(LifecycleTest, DirectoryRemovedIsRecreatedAndWatchedAgain) {
   // The plugin recreates the directory and serves there again...
   ASSERT_TRUE(Eventually([&] { return OurSocketExists(); }));
   // ...and notices the next kubelet.
-  kubelet = std::make_unique<TestKubelet>(dir_);
+  kubelet = std::make_unique<FakeKubelet>(dir_);
   EXPECT_TRUE(Eventually([&] { return lifecycle_->registrations() == 2; }));
 }
 
 TEST_F(LifecycleTest, RestartServesAndRegistersAgain) {
-  TestKubelet kubelet(dir_);
+  FakeKubelet kubelet(dir_);
   StartRunning();
   ASSERT_TRUE(Eventually([&] { return lifecycle_->registrations() == 1; }));
   lifecycle_->Restart();

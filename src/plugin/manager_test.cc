@@ -2,16 +2,19 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 
-#include "plugin/test_kubelet.h"
+#include "testing/eventually.h"
+#include "testing/fake_kubelet.h"
+#include "testing/temp_dir.h"
 
 namespace gdp {
 namespace {
 
 namespace fs = std::filesystem;
+using gdp::testing::Eventually;
+using gdp::testing::FakeKubelet;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -32,10 +35,7 @@ PluginSpec Spec(const std::string& name, int devices, int replicas = 1) {
 class ManagerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::path("/tmp") / ("gdp-mgr-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    kubelet_ = std::make_unique<TestKubelet>(dir_);
+    kubelet_ = std::make_unique<FakeKubelet>(dir_);
     LifecycleOptions options;
     options.kubelet_socket = (dir_ / "kubelet.sock").string();
     options.initial_backoff = absl::Milliseconds(20);
@@ -45,12 +45,12 @@ class ManagerTest : public ::testing::Test {
   void TearDown() override {
     manager_.reset();
     kubelet_.reset();
-    fs::remove_all(dir_);
   }
   bool Socket(const std::string& name) { return fs::is_socket(dir_ / name); }
 
-  fs::path dir_;
-  std::unique_ptr<TestKubelet> kubelet_;
+  const gdp::testing::TempDir tmp_{"mgr"};
+  const fs::path dir_ = tmp_.path();
+  std::unique_ptr<FakeKubelet> kubelet_;
   std::unique_ptr<PluginManager> manager_;
 };
 

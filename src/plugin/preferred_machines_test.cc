@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "plugin/preferred.h"
 #include "resources/resources.h"
+#include "testing/temp_dir.h"
 #include "topology/discover.h"
 #include "topology/topology_testing.h"
 
@@ -28,9 +29,6 @@ namespace fs = std::filesystem;
 class PreferredMachinesTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gdp-pref-machines-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "drv/usr/lib64");
     fs::create_symlink(GDP_FAKE_NVML_LIB,
                        dir_ / "drv/usr/lib64/libnvidia-ml.so.1");
@@ -40,9 +38,9 @@ class PreferredMachinesTest : public ::testing::TestWithParam<std::string> {
   void TearDown() override {
     unsetenv("FAKE_NVML_MACHINE");
     unsetenv("FAKE_NVML_CONTROL");
-    fs::remove_all(dir_);
   }
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"pref-machines"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_P(PreferredMachinesTest, MatchesBruteForce) {

@@ -9,6 +9,7 @@
 
 #include "plugin/wire.h"
 #include "rpc/socket_server.h"
+#include "testing/temp_dir.h"
 
 namespace gdp {
 namespace {
@@ -35,7 +36,6 @@ class ServiceTest : public ::testing::Test {
   }
 
   void Serve(std::unique_ptr<DevicePluginService> service) {
-    path_ = "/tmp/gdp-service-test-" + std::to_string(getpid()) + ".sock";
     auto server = SocketServer::Start(path_, std::move(service));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
@@ -74,7 +74,8 @@ class ServiceTest : public ::testing::Test {
     return stub_->Allocate(&ctx, req, resp);
   }
 
-  std::string path_;
+  const gdp::testing::TempDir tmp_{"service"};
+  const std::string path_ = tmp_.File("s.sock");
   DeviceSet devices_{Devices()};
   Allocator allocator_{AllocatorOptions{}};
   std::unique_ptr<SocketServer> server_;

@@ -7,6 +7,7 @@
 
 #include "plugin/service.h"
 #include "rpc/socket_server.h"
+#include "testing/temp_dir.h"
 
 namespace gdp {
 namespace {
@@ -49,7 +50,6 @@ std::vector<Device> Devices() {
 class StatusServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = "/tmp/gdp-status-test-" + std::to_string(getpid()) + ".sock";
     ServiceList services;
     services.push_back(
         std::make_unique<DevicePluginService>(devices_, allocator_));
@@ -71,7 +71,8 @@ class StatusServiceTest : public ::testing::Test {
     return resp;
   }
 
-  std::string path_;
+  const gdp::testing::TempDir tmp_{"status"};
+  const std::string path_ = tmp_.File("s.sock");
   DeviceSet devices_{Devices()};
   Allocator allocator_{AllocatorOptions{}};
   std::unique_ptr<SocketServer> server_;

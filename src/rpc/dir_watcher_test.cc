@@ -9,6 +9,8 @@
 #include <fstream>
 #include <string>
 
+#include "testing/temp_dir.h"
+
 namespace gdp {
 namespace {
 
@@ -16,16 +18,9 @@ namespace fs = std::filesystem;
 
 class DirWatcherTest : public ::testing::Test {
  protected:
-  DirWatcherTest()
-      : root_(
-            fs::temp_directory_path() /
-            ("gdp-dw-" + std::to_string(getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name())),
-        dir_(root_ / "device-plugins") {
-    fs::remove_all(root_);
+  DirWatcherTest() : dir_(root_ / "device-plugins") {
     fs::create_directories(dir_);
   }
-  ~DirWatcherTest() override { fs::remove_all(root_); }
 
   std::unique_ptr<DirWatcher> Watch() {
     auto w = DirWatcher::Create(dir_.string(), "kubelet.sock", "ours.sock");
@@ -41,7 +36,8 @@ class DirWatcherTest : public ::testing::Test {
     return false;
   }
 
-  fs::path root_;
+  const gdp::testing::TempDir tmp_{"dw"};
+  const fs::path root_ = tmp_.path();
   fs::path dir_;
 };
 

@@ -14,6 +14,7 @@
 
 #include "absl/time/clock.h"
 #include "rpc/socket_server.h"
+#include "testing/temp_dir.h"
 #include "v1beta1/api.grpc.pb.h"
 
 namespace gdp {
@@ -46,10 +47,8 @@ class Unanswered final : public RpcService {
 TEST(GrpcRuntimeTest, QuietWithoutTimerThreadsAndDeadlinesStillFire) {
   if (!MakeGrpcQuiet()) GTEST_SKIP() << "this gRPC cannot be made quiet";
   ASSERT_TRUE(GrpcIsQuiet());
-  const fs::path dir =
-      fs::temp_directory_path() / ("gdp-quiet-" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  const std::string path = (dir / "s.sock").string();
+  const gdp::testing::TempDir dir("quiet");
+  const std::string path = dir.File("s.sock");
   auto server = SocketServer::Start(path, std::make_unique<Unanswered>());
   ASSERT_TRUE(server.ok()) << server.status();
 
@@ -76,7 +75,6 @@ TEST(GrpcRuntimeTest, QuietWithoutTimerThreadsAndDeadlinesStillFire) {
     EXPECT_NE(name, "timer_manager");
   }
   server->reset();
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "device/device_set.h"
 #include "rpc/async_call.h"
 #include "rpc/device_stream.h"
+#include "testing/temp_dir.h"
 #include "v1beta1/api.grpc.pb.h"
 
 namespace gdp {
@@ -131,20 +132,13 @@ class TestService final : public RpcService {
 
 class SocketServerTest : public ::testing::Test {
  protected:
-  SocketServerTest()
-      : dir_(fs::temp_directory_path() /
-             ("gdp-rpc-" + std::to_string(getpid()) + "-" +
-              ::testing::UnitTest::GetInstance()->current_test_info()->name())),
-        devices_(Devices(2)) {
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+  SocketServerTest() : devices_(Devices(2)) {
     path_ = (dir_ / "s.sock").string();
   }
   ~SocketServerTest() override {
     server_.reset();
     if (!seen_.release.HasBeenNotified()) seen_.release.Notify();
     for (std::thread& t : seen_.repliers) t.join();
-    fs::remove_all(dir_);
   }
 
   void Serve(absl::Duration delay) {
@@ -165,7 +159,8 @@ class SocketServerTest : public ::testing::Test {
     return req;
   }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"rpc"};
+  const fs::path dir_ = tmp_.path();
   std::string path_;
   DeviceSet devices_;
   Seen seen_;

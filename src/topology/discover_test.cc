@@ -8,6 +8,8 @@
 #include <fstream>
 #include <thread>
 
+#include "testing/temp_dir.h"
+
 namespace gdp {
 namespace {
 
@@ -17,8 +19,6 @@ namespace fs = std::filesystem;
 class DiscoverTopologyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gdp-topo-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "drv/usr/lib64");
     fs::create_symlink(GDP_FAKE_NVML_LIB,
                        dir_ / "drv/usr/lib64/libnvidia-ml.so.1");
@@ -27,7 +27,6 @@ class DiscoverTopologyTest : public ::testing::Test {
   void TearDown() override {
     nvml_.reset();
     unsetenv("FAKE_NVML_CONTROL");
-    fs::remove_all(dir_);
   }
 
   Topology Discover(const std::string& machine) {
@@ -44,7 +43,8 @@ class DiscoverTopologyTest : public ::testing::Test {
     return DiscoverTopology(*nvml_, node_);
   }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"topo"};
+  const fs::path dir_ = tmp_.path();
   std::unique_ptr<Nvml> nvml_;
   NodeGpus node_;
 };

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "testing/temp_dir.h"
 #include "util/fifo_testing.h"
 
 namespace gdp {
@@ -21,13 +22,8 @@ void Write(const fs::path& p, const std::string& text) {
 
 class FileWatcherTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::path("/tmp") / ("gdp-fw-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"fw"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(FileWatcherTest, AFifoInPlaceOfTheFileDoesNotBlock) {

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/temp_dir.h"
+
 namespace gdp {
 namespace {
 
@@ -20,25 +22,17 @@ mode_t ModeOf(const fs::path& p) {
 
 class MakeDirsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gdp-make-dirs-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    old_umask_ = umask(0);
-  }
-  void TearDown() override {
-    umask(old_umask_);
-    fs::remove_all(dir_);
-  }
-  fs::path dir_;
+  void SetUp() override { old_umask_ = umask(0); }
+  void TearDown() override { umask(old_umask_); }
+  const gdp::testing::TempDir tmp_{"make-dirs"};
+  const fs::path dir_ = tmp_.path();
   mode_t old_umask_ = 0;
 };
 
 TEST_F(MakeDirsTest, NewDirectoriesGetTheModeWhateverTheUmask) {
   for (mode_t mask : {0000, 0022, 0077, 0777}) {
     for (mode_t mode : {kPublicDirMode, kPrivateDirMode}) {
-      SCOPED_TRACE(testing::Message()
+      SCOPED_TRACE(::testing::Message()
                    << "umask " << std::oct << mask << " mode " << mode);
       umask(mask);
       const fs::path top =

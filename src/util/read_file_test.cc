@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/temp_dir.h"
 #include "util/fifo_testing.h"
 
 namespace gdp {
@@ -19,19 +20,15 @@ using ::testing::HasSubstr;
 class ReadFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("gdp-read-file-" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     std::ofstream(dir_ / "small") << "hello";
     std::ofstream(dir_ / "big") << std::string(2000, 'x');
     fs::create_symlink(dir_ / "small", dir_ / "link");
     fs::create_directories(dir_ / "dir");
     ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string Path(const char* name) { return (dir_ / name).string(); }
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"read-file"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(ReadFileTest, RefusesWhatIsNotASmallRegularFile) {

@@ -20,6 +20,7 @@
 
 #include "absl/time/clock.h"
 #include "testing/subprocess.h"
+#include "testing/temp_dir.h"
 
 namespace gdp {
 
@@ -39,17 +40,12 @@ std::string Machine(const std::string& name) {
 class E2ETest : public ::testing::Test {
  protected:
   void SetUp() override {
-    static int n = 0;
-    dir_ = fs::path("/tmp") /
-           ("gdp-e2e-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "kp");
     MakeRoot("dgx-a100");
   }
   void TearDown() override {
     plugin_.reset();
     kubelet_.reset();
-    fs::remove_all(dir_);
   }
 
   void MakeRoot(const std::string& machine) {
@@ -225,7 +221,8 @@ class E2ETest : public ::testing::Test {
     return {code, out + p.Stderr()};
   }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"e2e"};
+  const fs::path dir_ = tmp_.path();
   std::unique_ptr<Subprocess> kubelet_, plugin_;
 };
 
