@@ -11,15 +11,12 @@
 #include "cdi/write_spec.h"
 #include "cmd/gpu_layout.h"
 #include "device/mig_caps.h"
-#include "health/apply.h"
 #include "health/xid_policy.h"
 #include "kube/config.h"
 #include "resources/device_api.h"
 #include "resources/resources.h"
 #include "topology/discover.h"
-#include "util/keep_until_exit.h"
 #include "util/logging.h"
-#include "util/thread_name.h"
 
 namespace gdp {
 namespace {
@@ -129,10 +126,10 @@ Daemon::Daemon(const Nvml& nvml, Config config, HealthStateOptions state)
                              ? config.rediscover_interval + absl::Seconds(30)
                              : absl::Seconds(30)),
       config_(std::move(config)),
-      health_(XidPolicy::FromEnvironment(config_.disable_healthchecks,
+      health_(nvml,
+              XidPolicy::FromEnvironment(config_.disable_healthchecks,
                                          config_.enable_healthchecks),
-              TrackerOptions(config_)),
-      state_(std::move(state)),
+              TrackerOptions(config_), std::move(state)),
       topology_(std::make_shared<SharedTopology>()),
       manager_(LifecycleOptions{.kubelet_socket = config_.kubelet_socket,
                                 .socket_name = "",
@@ -141,22 +138,7 @@ Daemon::Daemon(const Nvml& nvml, Config config, HealthStateOptions state)
 
 Daemon::~Daemon() {
   nvml_runner_.Cancel();
-  if (monitor_ != nullptr) monitor_->Stop();
-  if (monitor_thread_.joinable()) {
-    // With NVML call deadlines its NVML work is on a runner, which Stop
-    // cancels: it returns at once, so wait for it. Without, inside an NVML
-    // event wait (which NVML cannot cut short) it is left behind with what
-    // it uses (main keeps the Nvml too and exits without destructors).
-    if (nvml_.gate().deadline() > absl::ZeroDuration() ||
-        monitor_->RunEnded(absl::Milliseconds(50))) {
-      monitor_thread_.join();
-    } else {
-      VLOG(1, "The health monitor is in an NVML event wait; not waiting");
-      monitor_thread_.detach();
-      KeepUntilExit(std::move(monitor_));
-    }
-  }
-  health_.SetOnChange(nullptr);
+  health_.Stop();
   dra_.reset();
   absl::MutexLock lock(&health_mu_);
   manager_.StopAll();
@@ -225,18 +207,9 @@ absl::Status Daemon::Start(NodeGpus node) {
   if (config_.ServesDra()) {
     if (absl::Status s = StartDra(); !s.ok()) return s;
   }
-  if (health_.policy().monitoring_disabled()) {
-    LOG_INFO("Health checks are off: the health state file is not used");
-  } else {
-    health_.Import(state_.Load(), GpuRefs(node_), absl::Now());
-    state_.Save(health_, absl::Now());
-  }
-  health_.SetOnChange([this] {
-    PushHealth();
-    state_.Save(health_, absl::Now());
-  });
+  health_.Restore(node_, [this] { PushHealth(); });
   if (absl::Status s = Apply(config_, node_); !s.ok()) return s;
-  if (!health_.policy().monitoring_disabled()) {
+  if (health_.enabled()) {
     HealthMonitorOptions o;
     o.sweep_interval = config_.health_probe_interval;
     o.retry_interval = config_.health_probe_interval;
@@ -252,12 +225,7 @@ absl::Status Daemon::Start(NodeGpus node) {
       absl::MutexLock lock(&health_mu_);
       if (topology_node_ != nullptr) DiscoverTopologyLocked(topology_node_);
     };
-    monitor_ =
-        std::make_unique<HealthMonitor>(nvml_, health_, WatchedGpus(node_), o);
-    monitor_thread_ = std::thread([m = monitor_.get()] {
-      NameThisThread("gdp-health");
-      m->Run();
-    });
+    health_.StartMonitor(node_, std::move(o));
   }
   return absl::OkStatus();
 }
@@ -305,10 +273,10 @@ void Daemon::DiscoverTopologyLocked(std::shared_ptr<const NodeGpus> node) {
 void Daemon::PushHealthLocked() {
   for (const std::string& name : manager_.Running()) {
     if (DeviceSet* set = manager_.Devices(name); set != nullptr) {
-      ApplyHealth(health_, *set);
+      health_.ApplyTo(*set);
     }
   }
-  if (dra_ != nullptr) ApplyHealth(health_, dra_->devices());
+  if (dra_ != nullptr) health_.ApplyTo(dra_->devices());
 }
 
 absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
@@ -371,13 +339,7 @@ absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
   return applied;
 }
 
-void Daemon::ReloadHealthState() {
-  if (!state_.enabled() || health_.policy().monitoring_disabled()) return;
-  for (const GpuRef& gpu : state_.Cleared()) {
-    health_.OnCleared(gpu, "its saved health state was cleared", absl::Now());
-  }
-  state_.Save(health_, absl::Now());
-}
+void Daemon::ReloadHealthState() { health_.ReloadState(); }
 
 absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
   if (!loaded.ok()) {
@@ -419,15 +381,7 @@ absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
 }
 
 void Daemon::Adopt(NodeGpus node) {
-  // A GPU that vanished from discovery and is back was reset.
-  for (const GpuRef& now : GpuRefs(node)) {
-    bool before =
-        std::any_of(node_.gpus.begin(), node_.gpus.end(),
-                    [&](const GpuInfo& g) { return g.uuid == now.uuid; });
-    if (!before)
-      health_.OnReset(now, "it reappeared in discovery", absl::Now());
-  }
-  if (monitor_ != nullptr) monitor_->Watch(WatchedGpus(node));
+  health_.Follow(node_, node);
   node_ = std::move(node);
 }
 

@@ -1,18 +1,16 @@
 // The running plugin across config reloads: turns a validated Config and the
 // node's GPUs into the resources the kubelet sees (one plugin each) and the
 // CDI spec, and on reload changes only what the new config changes. Owns
-// GPU health: one HealthTracker for its life (keyed by physical GPU, so
-// health survives reloads and kubelet restarts) and the HealthMonitor
-// thread that feeds it; every change is pushed into every resource. Owns
-// the GPU topology every resource's GetPreferredAllocation reads: read
-// through NVML on start and on every reload, and again on a health change
-// while some GPU's links could not be read.
+// GPU health for its life (a HealthService: the tracker, the state file
+// and the monitor thread); every change is pushed into every resource.
+// Owns the GPU topology every resource's GetPreferredAllocation reads:
+// read through NVML on start and on every reload, and again on a health
+// change while some GPU's links could not be read.
 #ifndef GDP_CMD_DAEMON_H_
 #define GDP_CMD_DAEMON_H_
 
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -21,9 +19,7 @@
 #include "device/gpu.h"
 #include "device/mig_caps.h"
 #include "dra/driver.h"
-#include "health/monitor.h"
-#include "health/state_store.h"
-#include "health/tracker.h"
+#include "health/health_service.h"
 #include "nvml/nvml.h"
 #include "nvml/runner.h"
 #include "plugin/manager.h"
@@ -133,12 +129,11 @@ class Daemon {
   NvmlRunner nvml_runner_;
   Config config_;
   NodeGpus node_;
-  HealthTracker health_;
-  // The health state file; saved from the tracker's change callback.
-  HealthStateStore state_;
+  HealthService health_;
   // Held while the manager applies resources and while health is pushed:
   // a DeviceSet from PluginManager::Devices is valid until the next Apply.
-  // Never held while calling a mutating HealthTracker method.
+  // Never held while calling HealthService's Restore, Follow or ReloadState
+  // (their changes run the push, which takes it).
   absl::Mutex health_mu_;
   // What the topology was read from (health changes read it again).
   std::shared_ptr<const NodeGpus> topology_node_ ABSL_GUARDED_BY(health_mu_);
@@ -149,8 +144,6 @@ class Daemon {
   // What the DRA side was last given (a topology change applies it again).
   NodeGpus dra_node_ ABSL_GUARDED_BY(health_mu_);
   std::optional<MigCaps> dra_caps_ ABSL_GUARDED_BY(health_mu_);
-  std::unique_ptr<HealthMonitor> monitor_;
-  std::thread monitor_thread_;
 };
 
 // What Allocate answers for `resource` under `config`.
