@@ -1,15 +1,11 @@
 #include "cdi/validate.h"
 
-#include <cstdint>
 #include <initializer_list>
-#include <limits>
-#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 
 namespace gdp::cdi {
 namespace {
@@ -65,40 +61,6 @@ absl::Status CheckVendorOrClass(const std::string& what, const std::string& s,
   return absl::OkStatus();
 }
 
-// Kubernetes' RFC 1123 subdomain: lower-case labels of letters, digits and
-// '-' (alphanumeric at both ends) joined by dots, at most 253 characters.
-bool IsDns1123Subdomain(const std::string& s) {
-  if (s.empty() || s.size() > 253) return false;
-  for (const absl::string_view label : absl::StrSplit(s, '.')) {
-    if (label.empty() || !IsAlnum(label.front()) || !IsAlnum(label.back())) {
-      return false;
-    }
-    for (char c : label) {
-      if (!(absl::ascii_islower(static_cast<unsigned char>(c)) ||
-            absl::ascii_isdigit(static_cast<unsigned char>(c)) || c == '-')) {
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
-// Kubernetes' qualified name ("[prefix/]name") as used for annotation keys.
-bool IsQualifiedKey(const std::string& key) {
-  std::vector<std::string> parts = absl::StrSplit(key, '/');
-  if (parts.size() > 2) return false;
-  const std::string& name = parts.back();
-  if (parts.size() == 2 && !IsDns1123Subdomain(parts[0])) return false;
-  if (name.empty() || name.size() > 63 || !IsAlnum(name.front()) ||
-      !IsAlnum(name.back())) {
-    return false;
-  }
-  for (char c : name) {
-    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
-}
-
 // The field `key` of object `j`, or nullptr when absent or null (null reads
 // as absent, as in the Go loader).
 const json* Field(const json& j, const char* key) {
@@ -133,24 +95,6 @@ absl::Status CheckStrings(const json& j, const std::string& where) {
   return absl::OkStatus();
 }
 
-absl::Status CheckInteger(const json& j, const std::string& where, int64_t lo,
-                          uint64_t hi) {
-  bool ok = false;
-  if (j.is_number_unsigned()) {
-    ok = j.get<uint64_t>() <= hi;
-  } else if (j.is_number_integer()) {
-    int64_t v = j.get<int64_t>();
-    ok = v >= lo && (v < 0 || static_cast<uint64_t>(v) <= hi);
-  }
-  return ok ? absl::OkStatus()
-            : Invalid(where, absl::StrCat("is not an integer in [", lo, ", ",
-                                          hi, "]"));
-}
-
-absl::Status CheckUint32(const json& j, const std::string& where) {
-  return CheckInteger(j, where, 0, std::numeric_limits<uint32_t>::max());
-}
-
 absl::Status CheckAbsolute(const json& j, const std::string& where) {
   if (!j.is_string()) return Invalid(where, "is not a string");
   const std::string& s = j.get_ref<const std::string&>();
@@ -173,86 +117,22 @@ absl::Status CheckEnv(const json& j, const std::string& where) {
   return absl::OkStatus();
 }
 
-absl::Status CheckAnnotations(const json& j, const std::string& where) {
-  if (!j.is_object()) return Invalid(where, "is not an object");
-  size_t total = 0;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    std::string at = absl::StrCat(where, ".", it.key());
-    if (!it->is_string()) return Invalid(at, "is not a string");
-    if (!IsQualifiedKey(absl::AsciiStrToLower(it.key()))) {
-      return Invalid(at, "the key is not a qualified name ([prefix/]name)");
-    }
-    total += it.key().size() + it->get_ref<const std::string&>().size();
-  }
-  if (total > 256 * 1024) {
-    return Invalid(where,
-                   absl::StrCat("take ", total, " bytes, more than 256 KiB"));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status CheckDeviceNode(const json& j, const std::string& where) {
-  if (absl::Status s =
-          CheckObject(j, where,
-                      {"path", "hostPath", "type", "major", "minor", "fileMode",
-                       "permissions", "uid", "gid"});
-      !s.ok()) {
+  if (absl::Status s = CheckObject(j, where, {"path", "hostPath"}); !s.ok()) {
     return s;
   }
   const json* path = Field(j, "path");
   if (path == nullptr) return Invalid(where + ".path", "is missing");
   if (absl::Status s = CheckAbsolute(*path, where + ".path"); !s.ok()) return s;
   if (const json* f = Field(j, "hostPath")) {
-    if (absl::Status s = CheckString(*f, where + ".hostPath"); !s.ok())
-      return s;
-    if (!f->get_ref<const std::string&>().empty()) {
-      if (absl::Status s = CheckAbsolute(*f, where + ".hostPath"); !s.ok()) {
-        return s;
-      }
-    }
-  }
-  if (const json* f = Field(j, "type")) {
-    if (absl::Status s = CheckString(*f, where + ".type"); !s.ok()) return s;
-    const std::string& t = f->get_ref<const std::string&>();
-    if (t != "" && t != "b" && t != "c" && t != "u" && t != "p") {
-      return Invalid(where + ".type",
-                     absl::StrCat("'", t, "' is not one of b, c, u, p"));
-    }
-  }
-  for (const char* key : {"major", "minor"}) {
-    if (const json* f = Field(j, key)) {
-      if (absl::Status s = CheckInteger(*f, absl::StrCat(where, ".", key),
-                                        std::numeric_limits<int64_t>::min(),
-                                        std::numeric_limits<int64_t>::max());
-          !s.ok()) {
-        return s;
-      }
-    }
-  }
-  for (const char* key : {"fileMode", "uid", "gid"}) {
-    if (const json* f = Field(j, key)) {
-      if (absl::Status s = CheckUint32(*f, absl::StrCat(where, ".", key));
-          !s.ok()) {
-        return s;
-      }
-    }
-  }
-  if (const json* f = Field(j, "permissions")) {
-    if (absl::Status s = CheckString(*f, where + ".permissions"); !s.ok()) {
-      return s;
-    }
-    const std::string& p = f->get_ref<const std::string&>();
-    if (p != "none" && p.find_first_not_of("rwm") != std::string::npos) {
-      return Invalid(where + ".permissions",
-                     absl::StrCat("'", p, "' is not made of r, w and m"));
-    }
+    return CheckAbsolute(*f, where + ".hostPath");
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckMount(const json& j, const std::string& where) {
-  if (absl::Status s = CheckObject(
-          j, where, {"hostPath", "containerPath", "options", "type"});
+  if (absl::Status s =
+          CheckObject(j, where, {"hostPath", "containerPath", "options"});
       !s.ok()) {
     return s;
   }
@@ -269,109 +149,7 @@ absl::Status CheckMount(const json& j, const std::string& where) {
     return s;
   }
   if (const json* f = Field(j, "options")) {
-    if (absl::Status s = CheckStrings(*f, where + ".options"); !s.ok())
-      return s;
-  }
-  if (const json* f = Field(j, "type")) {
-    if (absl::Status s = CheckString(*f, where + ".type"); !s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckHook(const json& j, const std::string& where) {
-  if (absl::Status s =
-          CheckObject(j, where, {"hookName", "path", "args", "env", "timeout"});
-      !s.ok()) {
-    return s;
-  }
-  const json* name = Field(j, "hookName");
-  if (name == nullptr) return Invalid(where + ".hookName", "is missing");
-  if (absl::Status s = CheckString(*name, where + ".hookName"); !s.ok())
-    return s;
-  const std::string& n = name->get_ref<const std::string&>();
-  bool known = false;
-  for (const char* h : {"prestart", "createRuntime", "createContainer",
-                        "startContainer", "poststart", "poststop"}) {
-    known = known || n == h;
-  }
-  if (!known) {
-    return Invalid(where + ".hookName",
-                   absl::StrCat("'", n, "' is not a known hook"));
-  }
-  const json* path = Field(j, "path");
-  if (path == nullptr) return Invalid(where + ".path", "is missing");
-  if (absl::Status s = CheckAbsolute(*path, where + ".path"); !s.ok()) return s;
-  if (const json* f = Field(j, "args")) {
-    if (absl::Status s = CheckStrings(*f, where + ".args"); !s.ok()) return s;
-  }
-  if (const json* f = Field(j, "env")) {
-    if (absl::Status s = CheckEnv(*f, where + ".env"); !s.ok()) return s;
-  }
-  if (const json* f = Field(j, "timeout")) {
-    if (absl::Status s = CheckInteger(*f, where + ".timeout", 1,
-                                      std::numeric_limits<int32_t>::max());
-        !s.ok()) {
-      return s;
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckIntelRdt(const json& j, const std::string& where) {
-  if (absl::Status s = CheckObject(j, where,
-                                   {"closID", "l3CacheSchema", "memBwSchema",
-                                    "schemata", "enableMonitoring"});
-      !s.ok()) {
-    return s;
-  }
-  for (const char* key : {"closID", "l3CacheSchema", "memBwSchema"}) {
-    if (const json* f = Field(j, key)) {
-      if (absl::Status s = CheckString(*f, absl::StrCat(where, ".", key));
-          !s.ok()) {
-        return s;
-      }
-    }
-  }
-  if (const json* f = Field(j, "closID")) {
-    // A Linux file name, or "/" for the root class of service.
-    const std::string& c = f->get_ref<const std::string&>();
-    if (c != "/" && (c.size() >= 4096 || c == "." || c == ".." ||
-                     c.find_first_of("/\n") != std::string::npos)) {
-      return Invalid(where + ".closID",
-                     absl::StrCat("'", c, "' is not a valid class name"));
-    }
-  }
-  if (const json* f = Field(j, "schemata")) {
-    if (absl::Status s = CheckStrings(*f, where + ".schemata"); !s.ok())
-      return s;
-  }
-  if (const json* f = Field(j, "enableMonitoring"); f && !f->is_boolean()) {
-    return Invalid(where + ".enableMonitoring", "is not a boolean");
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckNetDevices(const json& j, const std::string& where) {
-  if (!j.is_array()) return Invalid(where, "is not an array");
-  absl::flat_hash_set<std::string> hosts, names;
-  for (size_t i = 0; i < j.size(); ++i) {
-    std::string at = absl::StrCat(where, "[", i, "]");
-    if (absl::Status s = CheckObject(j[i], at, {"hostInterfaceName", "name"});
-        !s.ok()) {
-      return s;
-    }
-    for (const char* key : {"hostInterfaceName", "name"}) {
-      const json* f = Field(j[i], key);
-      std::string fat = absl::StrCat(at, ".", key);
-      if (f == nullptr) return Invalid(fat, "is missing");
-      if (absl::Status s = CheckString(*f, fat); !s.ok()) return s;
-      const std::string& v = f->get_ref<const std::string&>();
-      if (v.empty()) return Invalid(fat, "is empty");
-      auto& seen = key[0] == 'h' ? hosts : names;
-      if (!seen.insert(v).second) {
-        return Invalid(fat, absl::StrCat("'", v, "' appears twice"));
-      }
-    }
+    return CheckStrings(*f, where + ".options");
   }
   return absl::OkStatus();
 }
@@ -379,10 +157,7 @@ absl::Status CheckNetDevices(const json& j, const std::string& where) {
 // Checks `j` as a containerEdits object; sets *empty to whether it edits
 // nothing (allowed for the spec's, not for a device's).
 absl::Status CheckEdits(const json& j, const std::string& where, bool* empty) {
-  if (absl::Status s =
-          CheckObject(j, where,
-                      {"env", "deviceNodes", "mounts", "hooks", "intelRdt",
-                       "additionalGids", "netDevices"});
+  if (absl::Status s = CheckObject(j, where, {"env", "deviceNodes", "mounts"});
       !s.ok()) {
     return s;
   }
@@ -396,8 +171,7 @@ absl::Status CheckEdits(const json& j, const std::string& where, bool* empty) {
     absl::Status (*check)(const json&, const std::string&);
   };
   for (const List& l :
-       {List{"deviceNodes", CheckDeviceNode}, List{"mounts", CheckMount},
-        List{"hooks", CheckHook}, List{"additionalGids", CheckUint32}}) {
+       {List{"deviceNodes", CheckDeviceNode}, List{"mounts", CheckMount}}) {
     const json* f = Field(j, l.key);
     if (f == nullptr) continue;
     std::string at = absl::StrCat(where, ".", l.key);
@@ -410,19 +184,16 @@ absl::Status CheckEdits(const json& j, const std::string& where, bool* empty) {
     }
     *empty = *empty && f->empty();
   }
-  if (const json* f = Field(j, "intelRdt")) {
-    if (absl::Status s = CheckIntelRdt(*f, where + ".intelRdt"); !s.ok()) {
-      return s;
-    }
-    *empty = false;
-  }
-  if (const json* f = Field(j, "netDevices")) {
-    if (absl::Status s = CheckNetDevices(*f, where + ".netDevices"); !s.ok()) {
-      return s;
-    }
-    *empty = *empty && f->empty();
-  }
   return absl::OkStatus();
+}
+
+// Calls fn(item) for each object in the array *list (none if null).
+template <typename Fn>
+void ForEachObject(const json* list, Fn fn) {
+  if (list == nullptr || !list->is_array()) return;
+  for (const json& item : *list) {
+    if (item.is_object()) fn(item);
+  }
 }
 
 // Calls fn(edits) for the spec's and each device's containerEdits objects.
@@ -430,15 +201,10 @@ template <typename Fn>
 void ForEachEdits(const json& spec, Fn fn) {
   if (const json* e = Field(spec, "containerEdits"); e && e->is_object())
     fn(*e);
-  const json* devices = Field(spec, "devices");
-  if (devices == nullptr || !devices->is_array()) return;
-  for (const json& d : *devices) {
-    if (!d.is_object()) continue;
+  ForEachObject(Field(spec, "devices"), [&](const json& d) {
     if (const json* e = Field(d, "containerEdits"); e && e->is_object()) fn(*e);
-  }
+  });
 }
-
-bool NonEmpty(const json* j) { return j != nullptr && !j->empty(); }
 
 }  // namespace
 
@@ -496,76 +262,33 @@ absl::Status ValidateQualifiedName(const std::string& qualified_name) {
 
 std::string MinimumCdiVersion(const json& spec) {
   if (!spec.is_object()) return "0.3.0";
-  bool v110 = false, v070 = false, v060 = false, v050 = false, v040 = false;
-  ForEachEdits(spec, [&](const json& e) {
-    if (NonEmpty(Field(e, "netDevices"))) v110 = true;
-    if (const json* rdt = Field(e, "intelRdt")) {
-      v070 = true;
-      if (rdt->is_object()) {
-        const json* mon = Field(*rdt, "enableMonitoring");
-        if (Field(*rdt, "schemata") != nullptr ||
-            (mon != nullptr && mon->is_boolean() && mon->get<bool>())) {
-          v110 = true;
-        }
-      }
-    }
-    if (NonEmpty(Field(e, "additionalGids"))) v070 = true;
-    if (const json* nodes = Field(e, "deviceNodes");
-        nodes && nodes->is_array()) {
-      for (const json& n : *nodes) {
-        const json* h = n.is_object() ? Field(n, "hostPath") : nullptr;
-        if (h != nullptr && h->is_string() &&
-            !h->get_ref<const std::string&>().empty()) {
-          v050 = true;
-        }
-      }
-    }
-    if (const json* mounts = Field(e, "mounts"); mounts && mounts->is_array()) {
-      for (const json& m : *mounts) {
-        const json* t = m.is_object() ? Field(m, "type") : nullptr;
-        if (t != nullptr && t->is_string() &&
-            !t->get_ref<const std::string&>().empty()) {
-          v040 = true;
-        }
-      }
-    }
-  });
-  if (NonEmpty(Field(spec, "annotations"))) v060 = true;
   if (const json* kind = Field(spec, "kind"); kind && kind->is_string()) {
     const std::string& k = kind->get_ref<const std::string&>();
     size_t slash = k.find('/');
     if (slash != std::string::npos &&
         k.find('.', slash + 1) != std::string::npos) {
-      v060 = true;
+      return "0.6.0";
     }
   }
-  if (const json* devices = Field(spec, "devices");
-      devices && devices->is_array()) {
-    for (const json& d : *devices) {
-      if (!d.is_object()) continue;
-      if (NonEmpty(Field(d, "annotations"))) v060 = true;
-      const json* name = Field(d, "name");
-      if (name != nullptr && name->is_string()) {
-        const std::string& n = name->get_ref<const std::string&>();
-        if (!n.empty() &&
-            absl::ascii_isdigit(static_cast<unsigned char>(n[0]))) {
-          v050 = true;
-        }
-      }
-    }
-  }
-  if (v110) return "1.1.0";
-  if (v070) return "0.7.0";
-  if (v060) return "0.6.0";
-  if (v050) return "0.5.0";
-  if (v040) return "0.4.0";
-  return "0.3.0";
+  bool v050 = false;
+  ForEachEdits(spec, [&](const json& e) {
+    ForEachObject(Field(e, "deviceNodes"), [&](const json& n) {
+      v050 = v050 || Field(n, "hostPath") != nullptr;
+    });
+  });
+  ForEachObject(Field(spec, "devices"), [&](const json& d) {
+    const json* name = Field(d, "name");
+    if (name == nullptr || !name->is_string()) return;
+    const std::string& n = name->get_ref<const std::string&>();
+    v050 = v050 || (!n.empty() &&
+                    absl::ascii_isdigit(static_cast<unsigned char>(n[0])));
+  });
+  return v050 ? "0.5.0" : "0.3.0";
 }
 
 absl::Status ValidateSpec(const json& spec) {
   if (absl::Status s = CheckObject(
-          spec, "spec",
-          {"cdiVersion", "kind", "annotations", "devices", "containerEdits"});
+          spec, "spec", {"cdiVersion", "kind", "devices", "containerEdits"});
       !s.ok()) {
     return s;
   }
@@ -586,9 +309,6 @@ absl::Status ValidateSpec(const json& spec) {
       !s.ok()) {
     return Invalid("kind", std::string(s.message()));
   }
-  if (const json* a = Field(spec, "annotations")) {
-    if (absl::Status s = CheckAnnotations(*a, "annotations"); !s.ok()) return s;
-  }
 
   const json* devices = Field(spec, "devices");
   if (devices == nullptr) return Invalid("devices", "is missing");
@@ -598,8 +318,7 @@ absl::Status ValidateSpec(const json& spec) {
   for (size_t i = 0; i < devices->size(); ++i) {
     const json& d = (*devices)[i];
     std::string at = absl::StrCat("devices[", i, "]");
-    if (absl::Status s =
-            CheckObject(d, at, {"name", "annotations", "containerEdits"});
+    if (absl::Status s = CheckObject(d, at, {"name", "containerEdits"});
         !s.ok()) {
       return s;
     }
@@ -613,11 +332,6 @@ absl::Status ValidateSpec(const json& spec) {
     if (!names.insert(n).second) {
       return Invalid(at + ".name",
                      absl::StrCat("device '", n, "' appears twice"));
-    }
-    if (const json* a = Field(d, "annotations")) {
-      if (absl::Status s = CheckAnnotations(*a, at + ".annotations"); !s.ok()) {
-        return s;
-      }
     }
     const json* edits = Field(d, "containerEdits");
     if (edits == nullptr) return Invalid(at + ".containerEdits", "is missing");

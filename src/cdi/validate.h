@@ -1,7 +1,10 @@
 // The Container Device Interface's rules for a spec file (cncf-tags/
 // container-device-interface: SPEC.md, and what its loader enforces in
-// pkg/parser and pkg/cdi), so a spec we write is one that container runtimes
-// load. Used on generated specs in tests and before writing.
+// pkg/parser and pkg/cdi) for the fields BuildDeviceSpec writes, so a spec
+// we write is one that container runtimes load. Any other CDI field (hooks,
+// intelRdt, additionalGids, netDevices, annotations, a device node's type,
+// numbers and permissions, a mount's type) is refused as unknown: we never
+// write one. Used on generated specs in tests and before writing.
 #ifndef GDP_CDI_VALIDATE_H_
 #define GDP_CDI_VALIDATE_H_
 
@@ -29,24 +32,22 @@ absl::Status ValidateDeviceName(const std::string& name);
 // Result on failure: InvalidArgument naming the name and the rule broken.
 absl::Status ValidateQualifiedName(const std::string& qualified_name);
 
-// The lowest cdiVersion that has every feature `spec` uses: "0.4.0" for a
-// mount `type`, "0.5.0" for a device name starting with a digit or a device
-// node `hostPath`, "0.6.0" for annotations or a '.' in the class, "0.7.0"
-// for `intelRdt` or `additionalGids`, "1.1.0" for `netDevices` or the newer
-// `intelRdt` fields; else "0.3.0". Fields of unexpected types are ignored.
+// The lowest cdiVersion that has every feature of ours `spec` uses: "0.5.0"
+// for a device name starting with a digit or a device node `hostPath`,
+// "0.6.0" for a '.' in the class; else "0.3.0". Fields of unexpected types
+// are ignored.
 std::string MinimumCdiVersion(const nlohmann::json& spec);
 
-// Checks the whole spec: only known fields, each of its type; `cdiVersion` a
-// released version not below MinimumCdiVersion(spec); a valid `kind`; at
-// least one device, names valid and unique, each with non-empty
-// `containerEdits`; env entries "K=V" with a non-empty K; device nodes with
-// an absolute `path` (and `hostPath` if given), a known `type` and
-// `permissions` of r, w, m (or "none"); mounts with a `hostPath` and an
-// absolute `containerPath`; hooks with a known `hookName`, an absolute
-// `path` and a positive `timeout`; annotations with Kubernetes-style keys
-// and string values (256 KiB in all); net devices with both names, unique.
-// Absolute paths are stricter than CDI's own loader, which only requires
-// them to be non-empty; runtimes need them absolute.
+// Checks the whole spec: only the fields we write, each of its type
+// (`cdiVersion`, `kind`, `devices` of `name` and `containerEdits`, edits of
+// `env`, `deviceNodes` of `path` and `hostPath`, `mounts` of `hostPath`,
+// `containerPath` and `options`); `cdiVersion` a released version not below
+// MinimumCdiVersion(spec); a valid `kind`; at least one device, names valid
+// and unique, each with non-empty `containerEdits`; env entries "K=V" with a
+// non-empty K; device nodes with an absolute `path` (and `hostPath` if
+// given); mounts with a non-empty `hostPath` and an absolute
+// `containerPath`. Absolute paths are stricter than CDI's own loader, which
+// only requires them to be non-empty; runtimes need them absolute.
 // Result on failure: InvalidArgument naming the first offending field by
 // its JSON path ("devices[2].containerEdits.deviceNodes[0].path: ...").
 absl::Status ValidateSpec(const nlohmann::json& spec);
