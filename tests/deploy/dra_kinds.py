@@ -11,12 +11,13 @@ schema part is skipped and a note saying so is printed once; the rules
 still run.
 
 admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy and
-ValidatingAdmissionPolicyBinding: explicit structural rules after
-kube-apiserver's pkg/apis/admissionregistration/validation (required
-fields, failurePolicy, matchPolicy, operations, scope, validationActions,
-reason, names), plus a lexical check of each CEL expression (closed quotes
-and brackets, `variables.<name>` naming a declared variable). CEL is not
-compiled.
+ValidatingAdmissionPolicyBinding: a JSON Schema of their fields (types,
+required fields, enums, names, unknown fields refused) checked by
+kube_schema, after kube-apiserver's pkg/apis/admissionregistration/
+validation, then the rules across fields (duplicates, '*' alone, Deny with
+Warn, messages) and a lexical check of each CEL expression (closed quotes
+and brackets, `variables.<name>` naming a variable declared before). CEL is
+not compiled.
 
 Every other kind goes to k8s_schema.check_object. Problems are strings that
 start with the field's path, as kube-apiserver words them.
@@ -51,23 +52,76 @@ VAP = ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy")
 VAP_BINDING = ("admissionregistration.k8s.io/v1",
                "ValidatingAdmissionPolicyBinding")
 
-_FAILURE_POLICIES = ("Fail", "Ignore")
-_MATCH_POLICIES = ("Equivalent", "Exact")
-_OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
-_SCOPES = ("*", "Cluster", "Namespaced")
-_ACTIONS = ("Audit", "Deny", "Warn")
-_REASONS = ("Forbidden", "Invalid", "RequestEntityTooLarge")
-_SPEC_FIELDS = {
-    VAP: ("auditAnnotations", "failurePolicy", "matchConditions",
-          "matchConstraints", "paramKind", "validations", "variables"),
-    VAP_BINDING: ("matchResources", "paramRef", "policyName",
-                  "validationActions"),
-}
-_MATCH_FIELDS = ("excludeResourceRules", "matchPolicy", "namespaceSelector",
-                 "objectSelector", "resourceRules")
-_RULE_FIELDS = ("apiGroups", "apiVersions", "operations", "resourceNames",
-                "resources", "scope")
 _VARIABLE_REF = re.compile(r"\bvariables\.([A-Za-z_][A-Za-z0-9_]*)")
+
+def _obj(required=(), **props):
+  return {"type": "object", "properties": props, "required": list(required)}
+
+
+def _strings(**extra):
+  return dict({"type": "array", "items": {"type": "string"}}, **extra)
+
+
+def _list(item, **extra):
+  return dict({"type": "array", "items": item}, **extra)
+
+
+_STR = {"type": "string"}
+_NAME = {"type": "string", "format": "qualified-name"}
+_RULE = _obj(("apiGroups", "apiVersions", "operations", "resources"),
+             apiGroups=_strings(minItems=1), apiVersions=_strings(minItems=1),
+             resources=_strings(minItems=1),
+             operations=_list({"enum": ["*", "CONNECT", "CREATE", "DELETE",
+                                        "UPDATE"]}, minItems=1),
+             resourceNames=_strings(), scope={
+                 "enum": ["*", "Cluster", "Namespaced"]})
+_SELECTOR = _obj(matchLabels={"type": "object",
+                              "additionalProperties": _STR},
+                 matchExpressions={"type": "array"})
+_MATCH = _obj(excludeResourceRules=_list(_RULE),
+              matchPolicy={"enum": ["Equivalent", "Exact"]},
+              namespaceSelector=_SELECTOR, objectSelector=_SELECTOR,
+              resourceRules=_list(_RULE))
+# The admissionregistration.k8s.io/v1 kinds python3-kubernetes 22.6 lacks,
+# as JSON Schema (kube_schema.translate refuses unknown fields), after
+# kube-apiserver's pkg/apis/admissionregistration/validation.
+_VAP_SCHEMAS = {
+    VAP[1]: _obj(("spec",), apiVersion=_STR, kind=_STR, metadata={},
+                 spec=_obj(
+                     ("matchConstraints",),
+                     failurePolicy={"enum": ["Fail", "Ignore"]},
+                     paramKind=_obj(("apiVersion", "kind"), apiVersion=_STR,
+                                    kind=_STR),
+                     matchConstraints=_obj(("resourceRules",), **dict(
+                         _MATCH["properties"],
+                         resourceRules=_list(_RULE, minItems=1))),
+                     matchConditions=_list(_obj(
+                         ("name", "expression"), name=_NAME,
+                         expression=_STR), maxItems=64),
+                     variables=_list(_obj(
+                         ("name", "expression"), expression=_STR, name={
+                             "type": "string", "format": "c-identifier"})),
+                     validations=_list(_obj(
+                         ("expression",), expression=_STR, message=_STR,
+                         messageExpression=_STR, reason={"enum": [
+                             "Forbidden", "Invalid",
+                             "RequestEntityTooLarge"]})),
+                     auditAnnotations=_list(_obj(
+                         ("key", "valueExpression"), key=_STR,
+                         valueExpression=_STR)))),
+    VAP_BINDING[1]: _obj(("spec",), apiVersion=_STR, kind=_STR, metadata={},
+                         spec=_obj(
+                             ("policyName", "validationActions"),
+                             policyName={"type": "string",
+                                         "format": "dns-subdomain"},
+                             matchResources=_MATCH, paramRef={},
+                             validationActions=_list({"enum": [
+                                 "Audit", "Deny", "Warn"]}, minItems=1))),
+}
+_VAP_SCHEMA = kube_schema.Schema(None, schemas={
+    k: kube_schema.translate(v) for k, v in _VAP_SCHEMAS.items()}, checks=dict(
+        kube_dra_common.CHECKS, **{"c-identifier": lambda errs, path, v: (
+            kf.check_c_identifier(errs, path, v, 1024))}))
 
 _schema = {}  # path -> kube_schema.Schema, or None when the file is absent
 
@@ -102,12 +156,13 @@ def check_object(obj, schema_path=None):
     paths = [schema_path] if schema_path else [OPENAPI, OPENAPI_136]
     return check_device_class(obj, [load_schema(p) for p in paths])
   if key in (VAP, VAP_BINDING):
-    errs = []
-    _check_top(errs, obj, key)
-    if key == VAP:
-      _check_policy_spec(errs, obj.get("spec"))
-    else:
-      _check_binding_spec(errs, obj.get("spec"))
+    errs = _VAP_SCHEMA.check(key[1], obj)
+    kube_meta.check_object_meta(errs, obj.get("metadata"), namespaced=False)
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and key == VAP:
+      _check_policy_spec(errs, spec)
+    elif isinstance(spec, dict):
+      _check_binding_spec(errs, spec)
     return [str(e) for e in errs]
   return k8s_schema.check_object(obj)
 
@@ -130,196 +185,78 @@ def check_device_class(obj, schemas):
   return found
 
 
-def _check_top(errs, obj, key):
-  for field in obj:
-    if field not in ("apiVersion", "kind", "metadata", "spec"):
-      errs.append(kf.FieldError(field, "Unknown", detail=f"not in {key[1]}"))
-  kube_meta.check_object_meta(errs, obj.get("metadata"), namespaced=False)
-  spec = obj.get("spec")
-  if not isinstance(spec, dict):
-    kf.required(errs, "spec")
-    return
-  for field in spec:
-    if field not in _SPEC_FIELDS[key]:
-      errs.append(kf.FieldError(f"spec.{field}", "Unknown",
-                                detail=f"not in {key[1]}Spec"))
-
-
-def _list_of_dicts(errs, path, value):
-  if value is None:
-    return []
-  if not isinstance(value, list) or not all(isinstance(v, dict)
-                                            for v in value):
-    kf.invalid(errs, path, value, "must be a list of objects")
-    return []
-  return value
+def _dicts(value):
+  """The objects in value, a list (the schema reports other types)."""
+  return [v for v in value if isinstance(v, dict)] if isinstance(
+      value, list) else []
 
 
 def _check_policy_spec(errs, spec):
-  if not isinstance(spec, dict):
-    return
-  failure = spec.get("failurePolicy")
-  if failure is not None and failure not in _FAILURE_POLICIES:
-    kf.not_supported(errs, "spec.failurePolicy", failure, _FAILURE_POLICIES)
-  param = spec.get("paramKind")
-  if param is not None:
-    for field in ("apiVersion", "kind"):
-      if not isinstance(param, dict) or not param.get(field):
-        kf.required(errs, f"spec.paramKind.{field}")
   mc = spec.get("matchConstraints")
-  if not isinstance(mc, dict):
-    kf.required(errs, "spec.matchConstraints")
-  else:
-    _check_match_resources(errs, "spec.matchConstraints", mc)
-    if not mc.get("resourceRules"):
-      kf.required(errs, "spec.matchConstraints.resourceRules",
-                  "at least one rule, to give the expressions their types")
-  conditions = _list_of_dicts(errs, "spec.matchConditions",
-                              spec.get("matchConditions"))
-  if len(conditions) > 64:
-    kf.too_many(errs, "spec.matchConditions", len(conditions), 64)
+  for field in ("resourceRules", "excludeResourceRules"):
+    for i, rule in enumerate(_dicts((mc or {}).get(field))):
+      _check_rule(errs, f"spec.matchConstraints.{field}[{i}]", rule)
   names = set()
-  for i, c in enumerate(conditions):
-    path = f"spec.matchConditions[{i}]"
+  for i, c in enumerate(_dicts(spec.get("matchConditions"))):
     name = c.get("name")
-    if not isinstance(name, str) or not name:
-      kf.required(errs, f"{path}.name")
-    else:
-      kf.check_qualified_name(errs, f"{path}.name", name)
-      if name in names:
-        kf.duplicate(errs, f"{path}.name", name)
-      names.add(name)
-    _check_expression(errs, f"{path}.expression", c.get("expression"), None)
-  variables = _list_of_dicts(errs, "spec.variables", spec.get("variables"))
+    if name in names:
+      kf.duplicate(errs, f"spec.matchConditions[{i}].name", name)
+    names.add(name)
+    _check_expression(errs, f"spec.matchConditions[{i}].expression",
+                      c.get("expression"), None)
   declared = []
-  for i, v in enumerate(variables):
-    path = f"spec.variables[{i}]"
+  for i, v in enumerate(_dicts(spec.get("variables"))):
     name = v.get("name")
-    if not isinstance(name, str) or not name.strip():
-      kf.required(errs, f"{path}.name", "name is not specified")
-    else:
-      kf.check_c_identifier(errs, f"{path}.name", name, 1024)
-      if name in declared:
-        kf.duplicate(errs, f"{path}.name", name)
+    if name in declared:
+      kf.duplicate(errs, f"spec.variables[{i}].name", name)
     # A variable may use the ones declared before it.
-    _check_expression(errs, f"{path}.expression", v.get("expression"),
-                      declared)
-    if isinstance(name, str):
-      declared.append(name)
-  validations = _list_of_dicts(errs, "spec.validations",
-                               spec.get("validations"))
-  audits = _list_of_dicts(errs, "spec.auditAnnotations",
-                          spec.get("auditAnnotations"))
+    _check_expression(errs, f"spec.variables[{i}].expression",
+                      v.get("expression"), declared)
+    declared.append(name)
+  validations = _dicts(spec.get("validations"))
+  audits = _dicts(spec.get("auditAnnotations"))
   if not validations and not audits:
     kf.required(errs, "spec.validations", "validations or auditAnnotations "
                 "must contain at least one item")
   for i, v in enumerate(validations):
-    _check_validation(errs, f"spec.validations[{i}]", v, declared)
+    path = f"spec.validations[{i}]"
+    for field in ("expression", "messageExpression"):
+      if field == "expression" or v.get(field) is not None:
+        _check_expression(errs, f"{path}.{field}", v.get(field), declared)
+    message = v.get("message")
+    if isinstance(message, str) and not message.strip():
+      kf.invalid(errs, f"{path}.message", message,
+                 "message must be non-empty if specified")
+    elif isinstance(message, str) and ("\n" in message.strip() or
+                                       "\r" in message):
+      kf.invalid(errs, f"{path}.message", message,
+                 "message must not contain line breaks")
   for i, a in enumerate(audits):
-    path = f"spec.auditAnnotations[{i}]"
-    if not a.get("key"):
-      kf.required(errs, f"{path}.key")
-    _check_expression(errs, f"{path}.valueExpression",
+    _check_expression(errs, f"spec.auditAnnotations[{i}].valueExpression",
                       a.get("valueExpression"), declared)
 
 
-def _check_validation(errs, path, v, declared):
-  _check_expression(errs, f"{path}.expression", v.get("expression"), declared)
-  message = v.get("message")
-  if message is not None:
-    if not isinstance(message, str) or not message.strip():
-      kf.invalid(errs, f"{path}.message", message,
-                 "message must be non-empty if specified")
-    elif "\n" in message.strip() or "\r" in message:
-      kf.invalid(errs, f"{path}.message", message,
-                 "message must not contain line breaks")
-  if v.get("messageExpression") is not None:
-    _check_expression(errs, f"{path}.messageExpression",
-                      v.get("messageExpression"), declared)
-  reason = v.get("reason")
-  if reason is not None and reason not in _REASONS:
-    kf.not_supported(errs, f"{path}.reason", reason, _REASONS)
-
-
 def _check_binding_spec(errs, spec):
-  if not isinstance(spec, dict):
-    return
-  name = spec.get("policyName")
-  if not isinstance(name, str) or not name:
-    kf.required(errs, "spec.policyName")
-  else:
-    kf.check_dns_subdomain(errs, "spec.policyName", name)
-  if spec.get("matchResources") is not None:
-    if not isinstance(spec["matchResources"], dict):
-      kf.invalid(errs, "spec.matchResources", spec["matchResources"],
-                 "must be an object")
-    else:
-      _check_match_resources(errs, "spec.matchResources",
-                             spec["matchResources"])
   actions = spec.get("validationActions")
-  if not isinstance(actions, list) or not actions:
-    kf.required(errs, "spec.validationActions",
-                "at least one validation action is required")
-    return
-  seen = set()
+  actions = actions if isinstance(actions, list) else []
   for i, a in enumerate(actions):
-    if a not in _ACTIONS:
-      kf.not_supported(errs, f"spec.validationActions[{i}]", a, _ACTIONS)
-    elif a in seen:
+    if a in actions[:i]:
       kf.duplicate(errs, f"spec.validationActions[{i}]", a)
-    seen.add(a)
-  if "Deny" in seen and "Warn" in seen:
+  if "Deny" in actions and "Warn" in actions:
     kf.invalid(errs, "spec.validationActions", actions,
                "must not contain both Deny and Warn")
 
 
-def _check_match_resources(errs, path, mc):
-  for field in mc:
-    if field not in _MATCH_FIELDS:
-      errs.append(kf.FieldError(f"{path}.{field}", "Unknown",
-                                detail="not in MatchResources"))
-  policy = mc.get("matchPolicy")
-  if policy is not None and policy not in _MATCH_POLICIES:
-    kf.not_supported(errs, f"{path}.matchPolicy", policy, _MATCH_POLICIES)
-  for field in ("namespaceSelector", "objectSelector"):
-    sel = mc.get(field)
-    if sel is not None and (not isinstance(sel, dict) or any(
-        k not in ("matchLabels", "matchExpressions") for k in sel)):
-      kf.invalid(errs, f"{path}.{field}", sel, "must be a label selector")
-  for field in ("resourceRules", "excludeResourceRules"):
-    for i, rule in enumerate(_list_of_dicts(errs, f"{path}.{field}",
-                                            mc.get(field))):
-      _check_rule(errs, f"{path}.{field}[{i}]", rule)
-
-
 def _check_rule(errs, path, rule):
-  for field in rule:
-    if field not in _RULE_FIELDS:
-      errs.append(kf.FieldError(f"{path}.{field}", "Unknown",
-                                detail="not in NamedRuleWithOperations"))
   ops = rule.get("operations")
-  if not isinstance(ops, list) or not ops:
-    kf.required(errs, f"{path}.operations")
-    ops = []
-  if len(ops) > 1 and "*" in ops:
+  if isinstance(ops, list) and len(ops) > 1 and "*" in ops:
     kf.invalid(errs, f"{path}.operations", ops,
                "if '*' is present, must not specify other operations")
-  for i, op in enumerate(ops):
-    if op not in _OPERATIONS:
-      kf.not_supported(errs, f"{path}.operations[{i}]", op, _OPERATIONS)
-  for field in ("apiGroups", "apiVersions", "resources"):
+  for field in ("apiGroups", "apiVersions"):
     values = rule.get(field)
-    if not isinstance(values, list) or not values:
-      kf.required(errs, f"{path}.{field}")
-      continue
-    if not all(isinstance(v, str) for v in values):
-      kf.invalid(errs, f"{path}.{field}", values, "must be strings")
-    elif len(values) > 1 and "*" in values and field != "resources":
+    if isinstance(values, list) and len(values) > 1 and "*" in values:
       kf.invalid(errs, f"{path}.{field}", values,
                  "if '*' is present, must have a length of 1")
-  scope = rule.get("scope")
-  if scope is not None and scope not in _SCOPES:
-    kf.not_supported(errs, f"{path}.scope", scope, _SCOPES)
   names = rule.get("resourceNames") or []
   if len(set(map(str, names))) != len(names):
     kf.invalid(errs, f"{path}.resourceNames", names, "duplicate names")
@@ -331,7 +268,8 @@ def _check_expression(errs, path, expression, declared):
   declared: the variable names in scope, or None where none may be used.
   """
   if not isinstance(expression, str) or not expression.strip():
-    kf.required(errs, path)
+    if isinstance(expression, str):
+      kf.required(errs, path)
     return
   problem = cel_lexical_problem(expression)
   if problem:

@@ -11,7 +11,8 @@ exactly/firstAvailable, allocation mode and count, tolerations, selectors
 with a CEL member, constraints and configuration referring to the claim's
 requests, opaque parameters, the immutable spec; reservedFor (unique, only
 with an allocation), allocation results naming requests and immutable
-once set, device statuses naming allocated devices, unique IPs. The checks
+once set, device statuses naming allocated devices, unique IPs; a
+DeviceClass's extendedResourceName. The checks
 of one field (formats, enums, per-field limits) are
 kube_dra_common.field_rules, checked with the schema. Each check returns a
 list of kube_fields.FieldError. Safe from any thread.
@@ -214,6 +215,10 @@ class ClaimRules:
     spec = as_dict(obj.get("spec"))
     check_selectors(errs, "spec.selectors", as_list(spec.get("selectors")))
     _check_configs(errs, "spec.config", as_list(spec.get("config")), None)
+    name = spec.get("extendedResourceName")
+    if isinstance(name, str) and not kf.is_extended_resource_name(name):
+      kf.invalid(errs, "spec.extendedResourceName", name,
+                 "must be a valid extended resource name")
     return errs
 
 

@@ -150,11 +150,6 @@ def _check_semver(errs, path, version):
                "must be a string compatible with semver.org spec 2.0.0")
 
 
-def _check_extended_resource_name(errs, path, name):
-  if not kf.is_extended_resource_name(name):
-    kf.invalid(errs, path, name, "must be a valid extended resource name")
-
-
 def _required(check):
   """check(errs, path, value), with an empty value a Required error."""
   def run(errs, path, value):
@@ -176,7 +171,6 @@ CHECKS = {
     "attribute-name": check_qualified_attr_name,
     "semver": _check_semver,
     "cidr": _check_cidr,
-    "extended-resource-name": _check_extended_resource_name,
 }
 
 
@@ -229,8 +223,7 @@ def field_rules(kube_minor):
           "ips": {"maxItems": 16, "items": {"format": "cidr"}}},
       "DeviceClassSpec": {
           "selectors": {"maxItems": SELECTORS_MAX},
-          "config": {"maxItems": CONFIG_MAX},
-          "extendedResourceName": {"format": "extended-resource-name"}},
+          "config": {"maxItems": CONFIG_MAX}},
   }
   return {"io.k8s.api.resource.v1." + k: v for k, v in rules.items()}
 

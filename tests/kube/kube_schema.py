@@ -169,7 +169,7 @@ def _field_errors(error):
     return error.cause.errs
   if kind == "format":
     return [FieldError(path, "Invalid", value, _FORMATS[want][1])]
-  if kind == "minLength":
+  if kind in ("minLength", "minItems"):
     return [FieldError(path, "Required")]
   if kind == "minimum":
     return [FieldError(path, "Invalid", value, "must be greater than or "
