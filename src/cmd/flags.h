@@ -1,5 +1,7 @@
 // Command line and environment of gpu-device-plugin, with NVIDIA's flag and
-// variable names. The only place that reads the environment.
+// variable names: one option per row of the settings table
+// (config/settings.h), plus the subcommands and --state-dir. The only place
+// that reads the environment.
 #ifndef GDP_CMD_FLAGS_H_
 #define GDP_CMD_FLAGS_H_
 

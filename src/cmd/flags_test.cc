@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "config/names.h"
+#include "config/settings.h"
 
 namespace gdp {
 namespace {
@@ -229,7 +231,7 @@ TEST_F(FlagsTest, ContainerDriverRootVariables) {
   ParsedFlags f = Parse({});
   ASSERT_TRUE(f.config.has_value());
   EXPECT_EQ(f.config->container_driver_root, "/second");
-  EXPECT_TRUE(f.explicit_settings.contains(Setting::kContainerDriverRoot));
+  EXPECT_TRUE(f.explicit_settings.contains("--driver-root-ctr-path"));
   setenv("DRIVER_ROOT_CTR_PATH", "/first", 1);
   EXPECT_EQ(Parse({}).config->container_driver_root, "/first");
   EXPECT_EQ(
@@ -274,8 +276,8 @@ TEST_F(FlagsTest, BadNewValuesAreUsageErrors) {
 // For each setting the file can give: default < file < env < flag.
 TEST_F(FlagsTest, FlagBeatsEnvBeatsFileBeatsDefault) {
   struct Case {
-    Setting setting;
-    const char* file;  // under flags:
+    const char* setting;  // its name
+    const char* file;     // under flags:
     const char* env_name;
     const char* env_value;
     const char* flag;
@@ -293,50 +295,50 @@ TEST_F(FlagsTest, FlagBeatsEnvBeatsFileBeatsDefault) {
     return out;
   };
   const Case cases[] = {
-      {Setting::kMigStrategy, "migStrategy: single", "MIG_STRATEGY", "mixed",
+      {"--mig-strategy", "migStrategy: single", "MIG_STRATEGY", "mixed",
        "--mig-strategy=none",
        [](const Config& c) { return std::string(NameOf(c.mig_strategy)); },
        "none", "single", "mixed", "none"},
-      {Setting::kFailOnInitError, "failOnInitError: false",
-       "FAIL_ON_INIT_ERROR", "true", "--fail-on-init-error=false",
+      {"--fail-on-init-error", "failOnInitError: false", "FAIL_ON_INIT_ERROR",
+       "true", "--fail-on-init-error=false",
        [](const Config& c) { return std::to_string(c.fail_on_init_error); },
        "1", "0", "1", "0"},
-      {Setting::kDriverRoot, "nvidiaDriverRoot: /file", "NVIDIA_DRIVER_ROOT",
-       "/env", "--nvidia-driver-root=/flag",
+      {"--driver-root", "nvidiaDriverRoot: /file", "NVIDIA_DRIVER_ROOT", "/env",
+       "--nvidia-driver-root=/flag",
        [](const Config& c) { return c.driver_root; }, "/", "/file", "/env",
        "/flag"},
-      {Setting::kDevRoot, "nvidiaDevRoot: /file", "NVIDIA_DEV_ROOT", "/env",
+      {"--dev-root", "nvidiaDevRoot: /file", "NVIDIA_DEV_ROOT", "/env",
        "--dev-root=/flag", [](const Config& c) { return c.DevRoot(); }, "/",
        "/file", "/env", "/flag"},
-      {Setting::kMpsRoot, "mpsRoot: /file", "MPS_ROOT", "/env",
-       "--mps-root=/flag", [](const Config& c) { return c.mps_root; }, "",
-       "/file", "/env", "/flag"},
-      {Setting::kPassDeviceSpecs, "plugin: {passDeviceSpecs: true}",
+      {"--mps-root", "mpsRoot: /file", "MPS_ROOT", "/env", "--mps-root=/flag",
+       [](const Config& c) { return c.mps_root; }, "", "/file", "/env",
+       "/flag"},
+      {"--pass-device-specs", "plugin: {passDeviceSpecs: true}",
        "PASS_DEVICE_SPECS", "false", "--pass-device-specs",
        [](const Config& c) { return std::to_string(c.pass_device_specs); }, "0",
        "1", "0", "1"},
-      {Setting::kDeviceListStrategy,
+      {"--device-list-strategy",
        "plugin: {deviceListStrategy: [volume-mounts, cdi-cri]}",
        "DEVICE_LIST_STRATEGY", "cdi-annotations,envvar",
        "--device-list-strategy=cdi-cri", dls, "envvar;",
        "volume-mounts;cdi-cri;", "cdi-annotations;envvar;", "cdi-cri;"},
-      {Setting::kDeviceIdStrategy, "plugin: {deviceIDStrategy: index}",
+      {"--device-id-strategy", "plugin: {deviceIDStrategy: index}",
        "DEVICE_ID_STRATEGY", "uuid", "--device-id-strategy=index",
        [](const Config& c) {
          return std::string(NameOf(c.device_id_strategy));
        },
        "uuid", "index", "uuid", "index"},
-      {Setting::kCdiAnnotationPrefix,
+      {"--cdi-annotation-prefix",
        "plugin: {cdiAnnotationPrefix: file.example.com/}",
        "CDI_ANNOTATION_PREFIX", "env.example.com/",
        "--cdi-annotation-prefix=flag.example.com/",
        [](const Config& c) { return c.cdi_annotation_prefix; }, "cdi.k8s.io/",
        "file.example.com/", "env.example.com/", "flag.example.com/"},
-      {Setting::kContainerDriverRoot, "plugin: {containerDriverRoot: /file}",
+      {"--driver-root-ctr-path", "plugin: {containerDriverRoot: /file}",
        "DRIVER_ROOT_CTR_PATH", "/env", "--container-driver-root=/flag",
        [](const Config& c) { return c.container_driver_root; }, "/driver-root",
        "/file", "/env", "/flag"},
-      {Setting::kSharedAllocationPolicy,
+      {"--shared-devices-allocation-policy",
        "plugin: {sharedDevicesAllocationPolicy: packed}",
        "SHARED_DEVICES_ALLOCATION_POLICY", "distributed",
        "--shared-devices-allocation-policy=packed",
@@ -344,44 +346,44 @@ TEST_F(FlagsTest, FlagBeatsEnvBeatsFileBeatsDefault) {
          return std::string(NameOf(c.shared_allocation_policy));
        },
        "distributed", "packed", "distributed", "packed"},
-      {Setting::kDisableHealthchecks, "health: {disableHealthchecks: 79}",
+      {"--disable-healthchecks", "health: {disableHealthchecks: 79}",
        "DP_DISABLE_HEALTHCHECKS", "xids", "--disable-healthchecks=all",
        [](const Config& c) { return c.disable_healthchecks; }, "", "79", "xids",
        "all"},
-      {Setting::kEnableHealthchecks, "health: {enableHealthchecks: \"13,31\"}",
+      {"--enable-healthchecks", "health: {enableHealthchecks: \"13,31\"}",
        "DP_ENABLE_HEALTHCHECKS", "43", "--enable-healthchecks=45",
        [](const Config& c) { return c.enable_healthchecks; }, "", "13,31", "43",
        "45"},
-      {Setting::kGfdOneshot, "gfd: {oneshot: true}", "GFD_ONESHOT", "false",
-       "--oneshot",
+      {"--oneshot", "gfd: {oneshot: true}", "GFD_ONESHOT", "false", "--oneshot",
        [](const Config& c) { return std::to_string(c.gfd.oneshot); }, "0", "1",
        "0", "1"},
-      {Setting::kGfdNoTimestamp, "gfd: {noTimestamp: true}", "GFD_NO_TIMESTAMP",
+      {"--no-timestamp", "gfd: {noTimestamp: true}", "GFD_NO_TIMESTAMP",
        "false", "--no-timestamp",
        [](const Config& c) { return std::to_string(c.gfd.no_timestamp); }, "0",
        "1", "0", "1"},
-      {Setting::kGfdSleepInterval, "gfd: {sleepInterval: 90s}",
-       "GFD_SLEEP_INTERVAL", "2m", "--sleep-interval=5s",
+      {"--sleep-interval", "gfd: {sleepInterval: 90s}", "GFD_SLEEP_INTERVAL",
+       "2m", "--sleep-interval=5s",
        [](const Config& c) {
          return absl::FormatDuration(c.gfd.sleep_interval);
        },
        "1m", "1m30s", "2m", "5s"},
-      {Setting::kGfdOutputFile, "gfd: {outputFile: /file}", "GFD_OUTPUT_FILE",
-       "/env", "--output=/flag",
-       [](const Config& c) { return c.gfd.output_file; },
+      {"--output-file", "gfd: {outputFile: /file}", "GFD_OUTPUT_FILE", "/env",
+       "--output=/flag", [](const Config& c) { return c.gfd.output_file; },
        "/etc/kubernetes/node-feature-discovery/features.d/gfd", "/file", "/env",
        "/flag"},
-      {Setting::kGfdMachineTypeFile, "gfd: {machineTypeFile: /file}",
+      {"--machine-type-file", "gfd: {machineTypeFile: /file}",
        "GFD_MACHINE_TYPE_FILE", "/env", "--machine-type-file=/flag",
        [](const Config& c) { return c.gfd.machine_type_file; },
        "/sys/class/dmi/id/product_name", "/file", "/env", "/flag"},
-      {Setting::kDeviceApi, "deviceAPI: dra", "DEVICE_API", "dra",
+      {"--device-api", "deviceAPI: dra", "DEVICE_API", "dra",
        "--device-api=device-plugin",
        [](const Config& c) { return std::string(NameOf(c.device_api)); },
        "device-plugin", "dra", "dra", "device-plugin"},
   };
   // Every setting the file can give is covered.
-  ASSERT_EQ(std::size(cases), std::size(kSettingNames));
+  ASSERT_EQ(static_cast<std::ptrdiff_t>(std::size(cases)),
+            std::count_if(Settings().begin(), Settings().end(),
+                          [](const Setting& s) { return !s.file.empty(); }));
   for (const Case& c : cases) {
     SCOPED_TRACE(c.flag);
     SetUp();

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "config/checker.h"
 #include "config/names.h"
+#include "config/settings.h"
 
 namespace gdp {
 namespace {
@@ -41,26 +42,12 @@ absl::Status ValidateKubeletSocket(const Config& c, const Checker& check) {
   return absl::OkStatus();
 }
 
-absl::Status ValidatePaths(const Config& c, const Checker& check) {
-  struct Path {
-    absl::string_view name;
-    const std::string& value;
-    bool optional;  // empty allowed
-  };
-  const Path paths[] = {
-      {"flags.nvidiaDriverRoot", c.driver_root, false},
-      {"flags.nvidiaDevRoot", c.dev_root, true},
-      {"--sysfs-root", c.sysfs_root, false},
-      {"flags.plugin.containerDriverRoot", c.container_driver_root, false},
-      {"flags.mpsRoot", c.mps_root, true},
-      {"--cdi-spec-dir", c.cdi_spec_dir, false},
-      {"--proc-root", c.proc_root, false},
-      {"flags.gfd.outputFile", c.gfd.output_file, false},
-      {"flags.gfd.machineTypeFile", c.gfd.machine_type_file, false},
-  };
-  for (const Path& p : paths) {
-    if (p.optional && p.value.empty()) continue;
-    if (absl::Status s = check.AbsolutePath(p.name, p.value); !s.ok()) return s;
+// Each setting's own bound (absolute paths), named by its path.
+absl::Status ValidateSettings(const Config& c, const Checker& check) {
+  for (const Setting& setting : Settings()) {
+    if (absl::Status s = setting.value->Check(c); !s.ok()) {
+      return check.Error(setting.path(), s.message());
+    }
   }
   return absl::OkStatus();
 }
@@ -206,7 +193,7 @@ absl::Status Validate(const Config& c,
                       absl::FunctionRef<std::string(absl::string_view)> where) {
   Checker check(where);
   if (absl::Status s = ValidateKubeletSocket(c, check); !s.ok()) return s;
-  if (absl::Status s = ValidatePaths(c, check); !s.ok()) return s;
+  if (absl::Status s = ValidateSettings(c, check); !s.ok()) return s;
   if (c.nvml_retry_interval <= absl::ZeroDuration()) {
     return check.Error("--nvml-retry-interval", "must be positive");
   }
@@ -269,10 +256,8 @@ absl::Status Validate(const Config& c,
 
 absl::Status Validate(const Config& config) {
   return Validate(config, [](absl::string_view path) {
-    for (const SettingName& n : kSettingNames) {
-      if (n.file_path == path) return std::string(n.flag);
-    }
-    return std::string(path);
+    const Setting* setting = SettingAtPath(path);
+    return std::string(setting != nullptr ? setting->name() : path);
   });
 }
 

@@ -1,7 +1,7 @@
 // The daemon's settings as a plain struct. Filled from flags, environment
-// (cmd/flags.cc) and NVIDIA's config file by LoadConfig (config/load.h), and
-// validated before use: at start and on every reload. Nothing below main
-// reads the environment.
+// (cmd/flags.cc) and NVIDIA's config file by LoadConfig (config/load.h), as
+// the table of settings (config/settings.h) says, and validated before use:
+// at start and on every reload. Nothing below main reads the environment.
 #ifndef GDP_CONFIG_CONFIG_H_
 #define GDP_CONFIG_CONFIG_H_
 
@@ -202,68 +202,6 @@ struct Config {
   }
 };
 
-// A setting that both a flag (or its environment variable) and the config
-// file can give. A flag or variable beats the file, which beats the default.
-enum class Setting {
-  kMigStrategy,
-  kFailOnInitError,
-  kDriverRoot,
-  kDevRoot,
-  kMpsRoot,
-  kPassDeviceSpecs,
-  kDeviceListStrategy,
-  kDeviceIdStrategy,
-  kCdiAnnotationPrefix,
-  kContainerDriverRoot,
-  kSharedAllocationPolicy,
-  kDisableHealthchecks,
-  kEnableHealthchecks,
-  kGfdOneshot,
-  kGfdNoTimestamp,
-  kGfdSleepInterval,
-  kGfdOutputFile,
-  kGfdMachineTypeFile,
-  kDeviceApi,
-};
-
-struct SettingName {
-  Setting setting;
-  absl::string_view flag;       // "--mig-strategy"
-  absl::string_view file_path;  // "flags.migStrategy"
-};
-
-inline constexpr SettingName kSettingNames[] = {
-    {Setting::kMigStrategy, "--mig-strategy", "flags.migStrategy"},
-    {Setting::kFailOnInitError, "--fail-on-init-error",
-     "flags.failOnInitError"},
-    {Setting::kDriverRoot, "--driver-root", "flags.nvidiaDriverRoot"},
-    {Setting::kDevRoot, "--dev-root", "flags.nvidiaDevRoot"},
-    {Setting::kMpsRoot, "--mps-root", "flags.mpsRoot"},
-    {Setting::kPassDeviceSpecs, "--pass-device-specs",
-     "flags.plugin.passDeviceSpecs"},
-    {Setting::kDeviceListStrategy, "--device-list-strategy",
-     "flags.plugin.deviceListStrategy"},
-    {Setting::kDeviceIdStrategy, "--device-id-strategy",
-     "flags.plugin.deviceIDStrategy"},
-    {Setting::kCdiAnnotationPrefix, "--cdi-annotation-prefix",
-     "flags.plugin.cdiAnnotationPrefix"},
-    {Setting::kContainerDriverRoot, "--driver-root-ctr-path",
-     "flags.plugin.containerDriverRoot"},
-    {Setting::kSharedAllocationPolicy, "--shared-devices-allocation-policy",
-     "flags.plugin.sharedDevicesAllocationPolicy"},
-    {Setting::kDisableHealthchecks, "--disable-healthchecks",
-     "health.disableHealthchecks"},
-    {Setting::kEnableHealthchecks, "--enable-healthchecks",
-     "health.enableHealthchecks"},
-    {Setting::kGfdOneshot, "--oneshot", "flags.gfd.oneshot"},
-    {Setting::kGfdNoTimestamp, "--no-timestamp", "flags.gfd.noTimestamp"},
-    {Setting::kGfdSleepInterval, "--sleep-interval", "flags.gfd.sleepInterval"},
-    {Setting::kGfdOutputFile, "--output-file", "flags.gfd.outputFile"},
-    {Setting::kGfdMachineTypeFile, "--machine-type-file",
-     "flags.gfd.machineTypeFile"},
-    {Setting::kDeviceApi, "--device-api", "flags.deviceAPI"},
-};
-
 // The name `r` is advertised under: its rename if set, else
 // "<name>.shared" if sharing.rename_by_default, else its name.
 std::string AdvertisedName(const Sharing& sharing, const SharedResource& r);
@@ -278,9 +216,9 @@ absl::Status Validate(const Config& config);
 // Validate, naming each setting as `where(path)` does. `path` is the
 // setting's path in the config file ("flags.migStrategy",
 // "sharing.mps.resources[0].replicas"; a flag such as "--kubelet-socket"
-// for settings the file cannot give). Messages are "<where(path)>: <what
-// is wrong>". Validate(config) names settings by their flag where they
-// have one, else by their path.
+// for settings the file cannot give: Setting::path() in settings.h).
+// Messages are "<where(path)>: <what is wrong>". Validate(config) names
+// settings by their flag where they have one, else by their path.
 absl::Status Validate(const Config& config,
                       absl::FunctionRef<std::string(absl::string_view)> where);
 

@@ -4,9 +4,12 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "config/names.h"
+#include "config/settings.h"
 #include "config/yaml_fields.h"
 #include "util/read_file.h"
 
@@ -27,12 +30,11 @@ class Parser : public YamlFieldReader {
   bool Document(const YAML::Node& root);
 
  private:
-  bool XidList(const Field& f, std::optional<std::string>* out);
+  // The fields of `section` ("flags.plugin") that are settings (rows of
+  // settings.h), followed by `others`.
+  Handlers Section(absl::string_view section, Handlers others);
 
   bool Flags(const Field& f);
-  bool PluginFlags(const Field& f);
-  bool GfdFlags(const Field& f);
-  bool DeviceListStrategies(const Field& f);
   bool Imex(const Field& f);
   bool Patterns(const Field& f,
                 std::optional<std::vector<ResourcePattern>>* out);
@@ -89,134 +91,74 @@ bool Parser::Document(const YAML::Node& root) {
                                });
            }},
           {"health",
-           [&](const Field& f) {
-             return Mapping(
-                 f, {
-                        {"disableHealthchecks",
-                         [&](const Field& x) {
-                           return XidList(x, &out_->disable_healthchecks);
-                         }},
-                        {"enableHealthchecks",
-                         [&](const Field& x) {
-                           return XidList(x, &out_->enable_healthchecks);
-                         }},
-                    });
-           }},
+           [&](const Field& f) { return Mapping(f, Section("health", {})); }},
       });
 }
 
-// A health check list: a string, or one number (an XID) written bare.
-bool Parser::XidList(const Field& f, std::optional<std::string>* out) {
-  int xid = 0;
-  if (f.node.IsScalar() && IsPlain(f.node) &&
-      absl::SimpleAtoi(f.node.Scalar(), &xid)) {
-    *out = f.node.Scalar();
-    return true;
+Parser::Handlers Parser::Section(absl::string_view section, Handlers others) {
+  Handlers out;
+  for (const Setting& s : Settings()) {
+    absl::string_view key = s.file;
+    if (!absl::ConsumePrefix(&key, section) ||
+        !absl::ConsumePrefix(&key, ".") || absl::StrContains(key, '.')) {
+      continue;
+    }
+    out.emplace_back(key, [this, &s](const Field& f) {
+      return s.value->Read(*this, f, &out_->settings);
+    });
   }
-  return String(f, out);
+  for (auto& other : others) out.push_back(std::move(other));
+  return out;
 }
 
 bool Parser::Flags(const Field& f) {
-  ConfigFile& o = *out_;
-  return Mapping(
-      f,
-      {
-          {"migStrategy",
-           [&](const Field& x) { return Enum(x, &o.mig_strategy); }},
-          {"failOnInitError",
-           [&](const Field& x) { return Bool(x, &o.fail_on_init_error); }},
-          {"nvidiaDriverRoot",
-           [&](const Field& x) { return String(x, &o.driver_root); }},
-          {"nvidiaDevRoot",
-           [&](const Field& x) { return String(x, &o.dev_root); }},
-          {"mpsRoot", [&](const Field& x) { return String(x, &o.mps_root); }},
-          {"gdrcopyEnabled",
-           [&](const Field& x) { return UnsupportedBool(x); }},
-          {"gdsEnabled", [&](const Field& x) { return UnsupportedBool(x); }},
-          {"mofedEnabled", [&](const Field& x) { return UnsupportedBool(x); }},
-          {"useNodeFeatureAPI",
-           [&](const Field& x) {
-             std::optional<bool> unused;
-             return Bool(x, &unused);
-           }},
-          {"deviceDiscoveryStrategy",
-           [&](const Field& x) {
-             std::optional<std::string> s;
-             if (!String(x, &s)) return false;
-             if (*s == "auto" || *s == "nvml") return true;
-             if (*s == "tegra" || *s == "vfio") {
-               return Fail(x.line, x.path,
-                           absl::StrCat("'", *s,
-                                        "' is not supported by "
-                                        "gpu-device-plugin; use auto or nvml"));
-             }
-             return Fail(x.line, x.path,
-                         absl::StrCat("must be auto, nvml, tegra or vfio, "
-                                      "got '",
-                                      *s, "'"));
-           }},
-          {"plugin", [&](const Field& x) { return PluginFlags(x); }},
-          {"gfd", [&](const Field& x) { return GfdFlags(x); }},
-          {"deviceAPI", [&](const Field& x) { return Enum(x, &o.device_api); }},
-      });
-}
-
-bool Parser::PluginFlags(const Field& f) {
-  ConfigFile& o = *out_;
-  return Mapping(
-      f,
-      {
-          {"passDeviceSpecs",
-           [&](const Field& x) { return Bool(x, &o.pass_device_specs); }},
-          {"deviceListStrategy",
-           [&](const Field& x) { return DeviceListStrategies(x); }},
-          {"deviceIDStrategy",
-           [&](const Field& x) { return Enum(x, &o.device_id_strategy); }},
-          {"cdiAnnotationPrefix",
-           [&](const Field& x) { return String(x, &o.cdi_annotation_prefix); }},
-          {"containerDriverRoot",
-           [&](const Field& x) { return String(x, &o.container_driver_root); }},
-          {"sharedDevicesAllocationPolicy",
-           [&](const Field& x) {
-             return Enum(x, &o.shared_allocation_policy);
-           }},
-          {"nvidiaCTKPath",
-           [&](const Field& x) {
-             std::optional<std::string> unused;
-             return String(x, &unused);
-           }},
-      });
-}
-
-bool Parser::GfdFlags(const Field& f) {
-  ConfigFile& o = *out_;
-  return Mapping(
-      f,
-      {
-          {"oneshot", [&](const Field& x) { return Bool(x, &o.gfd_oneshot); }},
-          {"noTimestamp",
-           [&](const Field& x) { return Bool(x, &o.gfd_no_timestamp); }},
-          {"sleepInterval",
-           [&](const Field& x) { return Duration(x, &o.gfd_sleep_interval); }},
-          {"outputFile",
-           [&](const Field& x) { return String(x, &o.gfd_output_file); }},
-          {"machineTypeFile",
-           [&](const Field& x) { return String(x, &o.gfd_machine_type_file); }},
-      });
-}
-
-// A single strategy or a list of them.
-bool Parser::DeviceListStrategies(const Field& f) {
-  std::vector<DeviceListStrategy> strategies;
-  auto one = [&](const Field& x) {
-    std::optional<DeviceListStrategy> s;
-    if (!Enum(x, &s)) return false;
-    strategies.push_back(*s);
-    return true;
+  auto unused_string = [&](const Field& x) {
+    std::optional<std::string> unused;
+    return String(x, &unused);
   };
-  if (f.node.IsSequence() ? !List(f, one) : !one(f)) return false;
-  out_->device_list_strategies = std::move(strategies);
-  return true;
+  return Mapping(
+      f,
+      Section(
+          "flags",
+          {
+              {"gdrcopyEnabled",
+               [&](const Field& x) { return UnsupportedBool(x); }},
+              {"gdsEnabled",
+               [&](const Field& x) { return UnsupportedBool(x); }},
+              {"mofedEnabled",
+               [&](const Field& x) { return UnsupportedBool(x); }},
+              {"useNodeFeatureAPI",
+               [&](const Field& x) {
+                 std::optional<bool> unused;
+                 return Bool(x, &unused);
+               }},
+              {"deviceDiscoveryStrategy",
+               [&](const Field& x) {
+                 std::optional<std::string> s;
+                 if (!String(x, &s)) return false;
+                 if (*s == "auto" || *s == "nvml") return true;
+                 if (*s == "tegra" || *s == "vfio") {
+                   return Fail(
+                       x.line, x.path,
+                       absl::StrCat("'", *s,
+                                    "' is not supported by "
+                                    "gpu-device-plugin; use auto or nvml"));
+                 }
+                 return Fail(x.line, x.path,
+                             absl::StrCat("must be auto, nvml, tegra or vfio, "
+                                          "got '",
+                                          *s, "'"));
+               }},
+              {"plugin",
+               [&](const Field& x) {
+                 return Mapping(x, Section("flags.plugin",
+                                           {{"nvidiaCTKPath", unused_string}}));
+               }},
+              {"gfd",
+               [&](const Field& x) {
+                 return Mapping(x, Section("flags.gfd", {}));
+               }},
+          }));
 }
 
 bool Parser::Imex(const Field& f) {

@@ -3,27 +3,11 @@
 //
 // Accepted, with NVIDIA's names:
 //   version                      "v1"; empty or absent means v1
-//   flags.migStrategy            none | single | mixed
-//   flags.failOnInitError        bool
-//   flags.nvidiaDriverRoot       path
-//   flags.nvidiaDevRoot          path; empty: the driver root
-//   flags.mpsRoot                path
-//   flags.plugin.passDeviceSpecs bool
-//   flags.plugin.deviceListStrategy  a strategy, or a list of them
-//   flags.plugin.deviceIDStrategy    uuid | index
-//   flags.plugin.cdiAnnotationPrefix
-//   flags.plugin.containerDriverRoot
-//   flags.plugin.sharedDevicesAllocationPolicy  distributed | packed
-//   flags.gfd.{oneshot, noTimestamp}              bool
-//   flags.gfd.sleepInterval      Go duration ("60s"), nanoseconds, "infinite"
-//   flags.gfd.{outputFile, machineTypeFile}       path
-//   flags.deviceAPI              device-plugin | dra | both (ours)
+//   flags.*, health.*            the settings of settings.h that have a
+//                                path in the file, each as its row reads it
+//                                (deviceAPI and health are ours)
 //   dra.devices                  the GPUs DRA serves, as sharing's devices
 //                                (ours; required with deviceAPI both)
-//   health.disableHealthchecks   as DP_DISABLE_HEALTHCHECKS: all | xids |
-//                                XIDs, comma-separated (a number alone too)
-//   health.enableHealthchecks    as DP_ENABLE_HEALTHCHECKS (ours: NVIDIA
-//                                has no health section)
 //   resources.gpus, resources.mig  [{pattern, name}], both required
 //   sharing.timeSlicing | sharing.mps  (at most one):
 //     renameByDefault, failRequestsGreaterThanOne  bool
@@ -58,7 +42,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/time/time.h"
 #include "config/config.h"
 
 namespace gdp {
@@ -67,29 +50,9 @@ namespace gdp {
 struct ConfigFile {
   std::string path;  // as given to ReadConfigFile / ParseConfigFile
 
-  // flags
-  std::optional<MigStrategy> mig_strategy;
-  std::optional<bool> fail_on_init_error;
-  std::optional<std::string> driver_root;  // nvidiaDriverRoot
-  std::optional<std::string> dev_root;     // nvidiaDevRoot
-  std::optional<std::string> mps_root;
-  // flags.plugin
-  std::optional<bool> pass_device_specs;
-  std::optional<std::vector<DeviceListStrategy>> device_list_strategies;
-  std::optional<DeviceIdStrategy> device_id_strategy;
-  std::optional<std::string> cdi_annotation_prefix;
-  std::optional<std::string> container_driver_root;
-  std::optional<SharedAllocationPolicy> shared_allocation_policy;
-  // health
-  std::optional<std::string> disable_healthchecks;
-  std::optional<std::string> enable_healthchecks;
-  // flags.gfd
-  std::optional<bool> gfd_oneshot;
-  std::optional<bool> gfd_no_timestamp;
-  std::optional<absl::Duration> gfd_sleep_interval;
-  std::optional<std::string> gfd_output_file;
-  std::optional<std::string> gfd_machine_type_file;
-  std::optional<DeviceApi> device_api;
+  // The values of the settings of settings.h the file gives (Gives), over
+  // the defaults.
+  Config settings;
   // dra
   std::optional<SharedDevices> dra_devices;
   // resources; names qualified ("nvidia.com/...")
@@ -101,6 +64,12 @@ struct ConfigFile {
   // The line (1-based) of each field present in the file, by its path:
   // "flags.migStrategy", "sharing.mps.resources[0].devices[1]".
   std::map<std::string, int, std::less<>> lines;
+
+  // Whether the file gives the field at `path` ("flags.mpsRoot"): it is
+  // there and not null.
+  bool Gives(absl::string_view path) const {
+    return !path.empty() && lines.contains(path);
+  }
 
   // The line of `path`, or of its nearest enclosing field present in the
   // file ("a.b[1].c", then "a.b[1]", "a.b", "a"); 0 if none is.

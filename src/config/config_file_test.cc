@@ -653,7 +653,7 @@ imex:
 
   absl::StatusOr<ConfigFile> f = Parse("flags:\n  migStrategy: null\n");
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_FALSE(f->mig_strategy.has_value());
+  EXPECT_FALSE(f->Gives("flags.migStrategy"));
   EXPECT_FALSE(f->lines.contains("flags.migStrategy"));
 }
 
@@ -690,9 +690,10 @@ sharing:
       - 1
 )");
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(f->pass_device_specs, std::optional<bool>(false));
-  EXPECT_FALSE(f->mig_strategy.has_value());
-  EXPECT_FALSE(f->device_list_strategies.has_value());
+  EXPECT_TRUE(f->Gives("flags.plugin.passDeviceSpecs"));
+  EXPECT_FALSE(f->settings.pass_device_specs);
+  EXPECT_FALSE(f->Gives("flags.migStrategy"));
+  EXPECT_FALSE(f->Gives("flags.plugin.deviceListStrategy"));
   EXPECT_FALSE(f->gpu_resources.has_value());
   EXPECT_EQ(f->LineOf("flags.plugin.passDeviceSpecs"), 4);
   EXPECT_EQ(f->LineOf("sharing.timeSlicing"), 6);

@@ -4,16 +4,19 @@
 #ifndef GDP_CONFIG_LOAD_H_
 #define GDP_CONFIG_LOAD_H_
 
+#include <functional>
 #include <set>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "config/config.h"
 
 namespace gdp {
 
-// The settings given by a flag or its environment variable; the config file
-// does not change these.
-using ExplicitSettings = std::set<Setting>;
+// The settings the config file can give that a flag or its environment
+// variable gave, by name (Setting::name() in settings.h: "--mps-root"); the
+// config file does not change these.
+using ExplicitSettings = std::set<std::string, std::less<>>;
 
 // Builds the configuration: `from_flags` holds every setting as the flags
 // and environment left it (their defaults where not given); if

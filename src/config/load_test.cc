@@ -36,7 +36,7 @@ TEST_F(LoadConfigTest, NoFileValidatesTheFlags) {
   absl::StatusOr<Config> c = LoadConfig(flags, {});
   ASSERT_TRUE(c.ok()) << c.status();
   flags.cdi_annotation_prefix = "cdi";
-  c = LoadConfig(flags, {Setting::kCdiAnnotationPrefix});
+  c = LoadConfig(flags, {"--cdi-annotation-prefix"});
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()),
               HasSubstr("--cdi-annotation-prefix: 'cdi' must end with '/'"));
@@ -61,8 +61,8 @@ TEST_F(LoadConfigTest, FileBeatsDefaultsAndExplicitFlagsBeatTheFile) {
   // Given explicitly with the default's value: still beats the file.
   Config flags = flags_;
   flags.driver_root = "/flag-driver";
-  c = LoadConfig(flags, {Setting::kMigStrategy, Setting::kDriverRoot,
-                         Setting::kDeviceListStrategy});
+  c = LoadConfig(flags,
+                 {"--mig-strategy", "--driver-root", "--device-list-strategy"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->mig_strategy, MigStrategy::kNone);
   EXPECT_EQ(c->driver_root, "/flag-driver");
@@ -84,7 +84,7 @@ TEST_F(LoadConfigTest, ErrorsNameTheSourceOfTheValue) {
   Write("flags:\n  mpsRoot: /file/mps\n");
   Config flags = flags_;
   flags.mps_root = "flag-relative";
-  c = LoadConfig(flags, {Setting::kMpsRoot});
+  c = LoadConfig(flags, {"--mps-root"});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().message(),
             "--mps-root: must be an absolute path, got 'flag-relative'");
@@ -104,12 +104,12 @@ TEST_F(LoadConfigTest, MpsRulesAcrossFlagsAndFile) {
 
   Config flags = flags_;
   flags.mps_root = "/run/nvidia/mps";
-  c = LoadConfig(flags, {Setting::kMpsRoot});
+  c = LoadConfig(flags, {"--mps-root"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->sharing.strategy, SharingStrategy::kMps);
 
   flags.mig_strategy = MigStrategy::kMixed;
-  c = LoadConfig(flags, {Setting::kMpsRoot, Setting::kMigStrategy});
+  c = LoadConfig(flags, {"--mps-root", "--mig-strategy"});
   ASSERT_FALSE(c.ok());
   EXPECT_THAT(std::string(c.status().message()),
               HasSubstr(":2: sharing.mps: cannot be used with MIG strategy "
@@ -117,8 +117,7 @@ TEST_F(LoadConfigTest, MpsRulesAcrossFlagsAndFile) {
 
   // MIG single is checked against the GPUs later, not here.
   flags.mig_strategy = MigStrategy::kSingle;
-  EXPECT_TRUE(
-      LoadConfig(flags, {Setting::kMpsRoot, Setting::kMigStrategy}).ok());
+  EXPECT_TRUE(LoadConfig(flags, {"--mps-root", "--mig-strategy"}).ok());
 }
 
 // A reload reads the file anew; a bad file leaves it to the caller to keep
