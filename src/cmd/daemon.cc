@@ -10,6 +10,7 @@
 #include "cdi/spec.h"
 #include "cdi/write_spec.h"
 #include "cmd/gpu_layout.h"
+#include "config/settings.h"
 #include "device/mig_caps.h"
 #include "health/xid_policy.h"
 #include "kube/config.h"
@@ -70,27 +71,6 @@ absl::Status WriteCdiSpec(const Config& c, const NodeGpus& node,
   }
   LOG_INFO("Wrote the CDI spec for {} device(s) to {}/{}",
            (*spec)["devices"].size(), c.cdi_spec_dir, cdi::SpecFileName());
-  return absl::OkStatus();
-}
-
-// Settings that can only change with a restart of the process.
-absl::Status CheckReloadable(const Config& running, const Config& next) {
-  struct Fixed {
-    const char* name;
-    bool changed;
-  } fixed[] = {
-      {"kubelet socket", running.kubelet_socket != next.kubelet_socket},
-      {"driver root", running.driver_root != next.driver_root},
-      {"device API (--device-api, flags.deviceAPI)",
-       running.device_api != next.device_api},
-      {"DRA settings (dra.devices and the DRA flags)", running.dra != next.dra},
-  };
-  for (const Fixed& f : fixed) {
-    if (f.changed) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the ", f.name, " cannot change on reload; restart the plugin"));
-    }
-  }
   return absl::OkStatus();
 }
 
