@@ -303,11 +303,13 @@ TEST_F(DaemonTest, XidReachesThePluginsUntilItsSavedStateIsCleared) {
   EXPECT_EQ(Serving(), want) << "only GPU 1's devices";
   EXPECT_EQ(daemon_->NvmlFailure(), "");
 
-  // The state file follows; reading it again unchanged clears nothing.
+  // The state file follows (once the monitor's first read of what a reset
+  // changes is in, it stays); reading it again unchanged clears nothing.
   const std::string path = HealthStatePath(dir);
   ASSERT_TRUE(Eventually([&] {
     absl::StatusOr<HealthState> saved = ReadHealthState(path);
-    return saved.ok() && saved->gpus.contains(gpu1);
+    return saved.ok() && saved->gpus.contains(gpu1) &&
+           saved->gpus.at(gpu1).reset_markers.has_value();
   }));
   daemon_->ReloadHealthState();
   EXPECT_EQ(Serving(), want);

@@ -104,13 +104,18 @@ TEST_F(HealthServiceTest, MonitorFeedsTheTrackerAndTheStateFileFollows) {
   ASSERT_TRUE(InjectUntil("xid 1 48",
                           [&] { return HealthOf(1) == Health::kUnhealthy; }));
   EXPECT_EQ(HealthOf(0), Health::kHealthy);
-  EXPECT_GT(changes_.load(), 0);
   EXPECT_THAT(service_->HealthOf(GpuDevice(refs_[1])).reason,
               HasSubstr("XID 48"));
   EXPECT_EQ(service_->nvml_failure(), "");
-  absl::StatusOr<HealthState> saved =
-      ReadHealthState(HealthStatePath(StateDir()));
-  ASSERT_TRUE(saved.ok()) << saved.status();
+  // The callback runs, then the file is written, after the tracker
+  // changed (on the monitor's thread).
+  EXPECT_TRUE(Eventually([&] { return changes_.load() > 0; }));
+  absl::StatusOr<HealthState> saved;
+  EXPECT_TRUE(Eventually([&] {
+    saved = ReadHealthState(HealthStatePath(StateDir()));
+    return saved.ok();
+  })) << saved.status();
+  ASSERT_TRUE(saved.ok());
   EXPECT_TRUE(saved->gpus.contains(refs_[1].uuid));
   EXPECT_FALSE(saved->gpus.contains(refs_[0].uuid));
 
@@ -128,10 +133,13 @@ TEST_F(HealthServiceTest, ReloadStateMakesWhatTheOperatorClearedHealthy) {
   StartMonitor();
   ASSERT_TRUE(InjectUntil("xid 1 48",
                           [&] { return HealthOf(1) == Health::kUnhealthy; }));
+  // Saved, with the monitor's first read of what a reset changes: from
+  // then on the service writes nothing new.
   const std::string path = HealthStatePath(StateDir());
   ASSERT_TRUE(Eventually([&] {
     absl::StatusOr<HealthState> s = ReadHealthState(path);
-    return s.ok() && s->gpus.contains(refs_[1].uuid);
+    return s.ok() && s->gpus.contains(refs_[1].uuid) &&
+           s->gpus.at(refs_[1].uuid).reset_markers.has_value();
   }));
   service_->ReloadState();  // the file is as the service wrote it
   EXPECT_EQ(HealthOf(1), Health::kUnhealthy);
@@ -151,6 +159,7 @@ TEST_F(HealthServiceTest, FollowCountsAGpuNewToDiscoveryAsReset) {
   StartMonitor();
   ASSERT_TRUE(InjectUntil("xid 1 48",
                           [&] { return HealthOf(1) == Health::kUnhealthy; }));
+  ASSERT_TRUE(Eventually([&] { return changes_.load() > 0; }));
   // Served as it was: nothing new.
   service_->Follow(node_, node_);
   EXPECT_EQ(HealthOf(1), Health::kUnhealthy);
