@@ -9,27 +9,58 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "events.h"
+#include "json_fields.h"
 #include "plugin_client.h"
 
 namespace gdp::dpctl {
 namespace {
 
-void PrintError(const ClientConfig& config, const absl::Status& status,
-                std::ostream& out, std::ostream& err) {
-  PrintClientError(config.format, status, out, err);
-}
-
 void PrintJson(const Json& json, std::ostream& out) {
   out << json.dump(-1, ' ', false, Json::error_handler_t::replace) << std::endl;
 }
 
-absl::StatusOr<std::shared_ptr<PluginClient>> Connect(
-    const ClientConfig& config) {
+// A client of config.socket, or null after printing why not.
+std::shared_ptr<PluginClient> Connect(const ClientConfig& config,
+                                      std::ostream& out, std::ostream& err) {
   PluginClient::DialOptions options;
   options.connect_timeout = config.timeout;
   options.rpc_timeout = config.timeout;
   options.fail_fast = true;
-  return PluginClient::Dial(config.socket, options);
+  absl::StatusOr<std::shared_ptr<PluginClient>> client =
+      PluginClient::Dial(config.socket, options);
+  if (client.ok()) return *std::move(client);
+  PrintClientError(config.format, client.status(), out, err);
+  return nullptr;
+}
+
+// Prints `status` as the error of a call; returns kExitRpcError.
+int CallError(const ClientConfig& config, const absl::Status& status,
+              std::ostream& out, std::ostream& err) {
+  PrintClientError(config.format, status, out, err);
+  return kExitRpcError;
+}
+
+// Prints {"container_responses": list}, or "container <i>:<text(item)>"
+// per item; returns kExitOk.
+int PrintContainers(const ClientConfig& config, const Json& list,
+                    std::string (*text)(const Json& item), std::ostream& out) {
+  if (config.format == OutputFormat::kJson) {
+    PrintJson(Json{{"container_responses", list}}, out);
+  } else {
+    for (size_t i = 0; i < list.size(); ++i) {
+      out << "container " << i << ":" << text(list[i]) << std::endl;
+    }
+  }
+  return kExitOk;
+}
+
+// " a, b": the device IDs of a preferred allocation.
+std::string PreferredText(const Json& item) {
+  std::vector<std::string> ids;
+  for (const Json& id : JsonField(item, "devices")) {
+    ids.push_back(id.get<std::string>());
+  }
+  return " " + absl::StrJoin(ids, ", ");
 }
 
 }  // namespace
@@ -56,17 +87,11 @@ void PrintClientError(OutputFormat format, const absl::Status& status,
 int RunList(const ClientConfig& config, bool watch,
             std::optional<absl::Duration> watch_for, std::ostream& out,
             std::ostream& err) {
-  absl::StatusOr<std::shared_ptr<PluginClient>> client = Connect(config);
-  if (!client.ok()) {
-    PrintError(config, client.status(), out, err);
-    return kExitConnectError;
-  }
+  std::shared_ptr<PluginClient> client = Connect(config, out, err);
+  if (client == nullptr) return kExitConnectError;
   absl::StatusOr<v1beta1::DevicePluginOptions> options =
-      (*client)->GetDevicePluginOptions();
-  if (!options.ok()) {
-    PrintError(config, options.status(), out, err);
-    return kExitRpcError;
-  }
+      client->GetDevicePluginOptions();
+  if (!options.ok()) return CallError(config, options.status(), out, err);
   EventPrinter printer(&out, config.format);
   printer.Emit(OptionsEvent("", *options));
 
@@ -77,12 +102,12 @@ int RunList(const ClientConfig& config, bool watch,
   // Reasons come from our DeviceStatus service, asked after each list; a
   // plugin without it (UNIMPLEMENTED) is listed as the kubelet sees it.
   bool ask_status = true;
-  absl::Status status = (*client)->ListAndWatch(
+  absl::Status status = client->ListAndWatch(
       [&](const v1beta1::ListAndWatchResponse& message) {
         std::optional<status::v1::ListResponse> reasons;
         if (ask_status) {
           absl::StatusOr<status::v1::ListResponse> answer =
-              (*client)->ListStatus();
+              client->ListStatus();
           if (answer.ok()) {
             reasons = *std::move(answer);
           } else {
@@ -112,28 +137,23 @@ int RunList(const ClientConfig& config, bool watch,
     status = absl::UnknownError(
         "the plugin ended ListAndWatch before sending a device list");
   }
-  PrintError(config, status, out, err);
-  return kExitRpcError;
+  return CallError(config, status, out, err);
 }
 
 int RunStatus(const ClientConfig& config, std::ostream& out,
               std::ostream& err) {
-  absl::StatusOr<std::shared_ptr<PluginClient>> client = Connect(config);
-  if (!client.ok()) {
-    PrintError(config, client.status(), out, err);
-    return kExitConnectError;
-  }
-  absl::StatusOr<status::v1::ListResponse> answer = (*client)->ListStatus();
+  std::shared_ptr<PluginClient> client = Connect(config, out, err);
+  if (client == nullptr) return kExitConnectError;
+  absl::StatusOr<status::v1::ListResponse> answer = client->ListStatus();
   if (!answer.ok()) {
     absl::Status error = answer.status();
     if (absl::IsUnimplemented(error)) {
       error = absl::UnimplementedError(absl::StrCat(
-          (*client)->target(),
+          client->target(),
           " does not serve gdp.status.v1.DeviceStatus (a plugin with only "
           "the kubelet's API?); `dpctl list` shows its devices"));
     }
-    PrintError(config, error, out, err);
-    return kExitRpcError;
+    return CallError(config, error, out, err);
   }
   EventPrinter printer(&out, config.format);
   printer.Emit(StatusEvent(*answer));
@@ -143,11 +163,8 @@ int RunStatus(const ClientConfig& config, std::ostream& out,
 int RunAllocate(const ClientConfig& config,
                 const std::vector<std::vector<std::string>>& containers,
                 std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::shared_ptr<PluginClient>> client = Connect(config);
-  if (!client.ok()) {
-    PrintError(config, client.status(), out, err);
-    return kExitConnectError;
-  }
+  std::shared_ptr<PluginClient> client = Connect(config, out, err);
+  if (client == nullptr) return kExitConnectError;
   v1beta1::AllocateRequest request;
   for (const std::vector<std::string>& ids : containers) {
     v1beta1::ContainerAllocateRequest* container =
@@ -155,36 +172,22 @@ int RunAllocate(const ClientConfig& config,
     for (const std::string& id : ids) container->add_devices_ids(id);
   }
   absl::StatusOr<v1beta1::AllocateResponse> response =
-      (*client)->Allocate(request);
-  if (!response.ok()) {
-    PrintError(config, response.status(), out, err);
-    return kExitRpcError;
-  }
+      client->Allocate(request);
+  if (!response.ok()) return CallError(config, response.status(), out, err);
   Json list = Json::array();
   for (const v1beta1::ContainerAllocateResponse& container :
        response->container_responses()) {
     list.push_back(ContainerResponseJson(container));
   }
-  if (config.format == OutputFormat::kJson) {
-    PrintJson(Json{{"container_responses", list}}, out);
-  } else {
-    for (size_t i = 0; i < list.size(); ++i) {
-      out << "container " << i << ":" << ContainerResponseText(list[i])
-          << std::endl;
-    }
-  }
-  return kExitOk;
+  return PrintContainers(config, list, &ContainerResponseText, out);
 }
 
 int RunPreferred(const ClientConfig& config,
                  const std::vector<std::string>& available,
                  const std::vector<std::string>& must_include, int size,
                  std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::shared_ptr<PluginClient>> client = Connect(config);
-  if (!client.ok()) {
-    PrintError(config, client.status(), out, err);
-    return kExitConnectError;
-  }
+  std::shared_ptr<PluginClient> client = Connect(config, out, err);
+  if (client == nullptr) return kExitConnectError;
   v1beta1::PreferredAllocationRequest request;
   v1beta1::ContainerPreferredAllocationRequest* container =
       request.add_container_requests();
@@ -196,11 +199,8 @@ int RunPreferred(const ClientConfig& config,
   }
   container->set_allocation_size(size);
   absl::StatusOr<v1beta1::PreferredAllocationResponse> response =
-      (*client)->GetPreferredAllocation(request);
-  if (!response.ok()) {
-    PrintError(config, response.status(), out, err);
-    return kExitRpcError;
-  }
+      client->GetPreferredAllocation(request);
+  if (!response.ok()) return CallError(config, response.status(), out, err);
   Json list = Json::array();
   for (const v1beta1::ContainerPreferredAllocationResponse& c :
        response->container_responses()) {
@@ -208,16 +208,7 @@ int RunPreferred(const ClientConfig& config,
     for (const std::string& id : c.deviceids()) ids.push_back(id);
     list.push_back(Json{{"devices", ids}});
   }
-  if (config.format == OutputFormat::kJson) {
-    PrintJson(Json{{"container_responses", list}}, out);
-  } else {
-    for (int i = 0; i < response->container_responses_size(); ++i) {
-      out << "container " << i << ": "
-          << absl::StrJoin(response->container_responses(i).deviceids(), ", ")
-          << std::endl;
-    }
-  }
-  return kExitOk;
+  return PrintContainers(config, list, &PreferredText, out);
 }
 
 }  // namespace gdp::dpctl

@@ -16,36 +16,17 @@ std::vector<std::string> WithBinary(std::vector<std::string> args) {
 }  // namespace
 
 DpctlProcess::DpctlProcess(std::vector<std::string> args)
-    : p_({.argv = WithBinary(std::move(args)),
-          .stderr_path = stderr_dir_.File("stderr"),
-          .pipe_stdin = true}) {}
-
-void DpctlProcess::Write(const std::string& data) { p_.Write(data); }
-
-void DpctlProcess::CloseStdin() { p_.CloseStdin(); }
-
-std::string DpctlProcess::ReadLine(absl::Duration timeout) {
-  return p_.ReadLine(timeout).value_or("");
-}
+    : TempDir("dpctl"),
+      Subprocess({.argv = WithBinary(std::move(args)),
+                  .stderr_path = File("stderr"),
+                  .pipe_stdin = true}) {}
 
 std::string DpctlProcess::ReadUntil(const std::string& text) {
-  for (std::optional<std::string> line = p_.ReadLine(kLineWait);
-       line.has_value(); line = p_.ReadLine(kLineWait)) {
+  for (std::optional<std::string> line = Subprocess::ReadLine(kLineWait);
+       line.has_value(); line = Subprocess::ReadLine(kLineWait)) {
     if (absl::StrContains(*line, text)) return *line;
   }
   return "";
 }
-
-void DpctlProcess::Signal(int signal) { p_.Signal(signal); }
-
-int DpctlProcess::Wait(absl::Duration timeout) {
-  return p_.Wait(timeout).value_or(-1);
-}
-
-std::string DpctlProcess::RestOfStdout() {
-  return p_.ReadAll(absl::Seconds(5));
-}
-
-std::string DpctlProcess::Stderr() { return p_.Stderr(); }
 
 }  // namespace gdp::dpctl::testing

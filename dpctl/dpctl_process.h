@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
-#include "test_support.h"
 #include "testing/subprocess.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::dpctl::testing {
 
@@ -16,33 +16,30 @@ namespace gdp::dpctl::testing {
 inline constexpr absl::Duration kLineWait = absl::Seconds(20);
 inline constexpr absl::Duration kExitWait = absl::Seconds(60);
 
-// `dpctl <args>`, started at once. Not thread-safe. The destructor kills
-// and reaps a process still running.
-class DpctlProcess {
+// `dpctl <args>`, started at once: a Subprocess (Write, CloseStdin, Signal,
+// Stderr as there) whose reads and waits have the waits above and answer
+// plain values. Not thread-safe. The destructor kills and reaps a process
+// still running. The TempDir base holds the stderr file: it is made before
+// the process starts and removed after it is reaped.
+class DpctlProcess : private ::gdp::testing::TempDir,
+                     public ::gdp::testing::Subprocess {
  public:
   explicit DpctlProcess(std::vector<std::string> args);
 
-  // Writes to its stdin. REQUIRES: stdin not closed.
-  void Write(const std::string& data);
-  // Closes its stdin (it sees end of input).
-  void CloseStdin();
   // The next stdout line; "" at end of output or after `timeout`.
-  std::string ReadLine(absl::Duration timeout = kLineWait);
+  std::string ReadLine(absl::Duration timeout = kLineWait) {
+    return Subprocess::ReadLine(timeout).value_or("");
+  }
   // Reads lines, each within kLineWait, until one contains `text`; returns
   // it, or "" when the output ended or stalled first.
   std::string ReadUntil(const std::string& text);
-  void Signal(int signal);
   // Waits for the exit; the exit code (128 + signal if killed), or -1 when
   // still running after `timeout`.
-  int Wait(absl::Duration timeout = kExitWait);
+  int Wait(absl::Duration timeout = kExitWait) {
+    return Subprocess::Wait(timeout).value_or(-1);
+  }
   // Everything left on stdout until end of output (at most 5 s).
-  std::string RestOfStdout();
-  // Its stderr so far.
-  std::string Stderr();
-
- private:
-  TempDir stderr_dir_;  // before p_: the file must exist while it runs
-  ::gdp::testing::Subprocess p_;
+  std::string RestOfStdout() { return ReadAll(absl::Seconds(5)); }
 };
 
 }  // namespace gdp::dpctl::testing

@@ -17,12 +17,6 @@ constexpr absl::Duration kDefaultInfoTimeout = absl::Seconds(10);
 // For connecting when the call's timeout is longer.
 constexpr absl::Duration kConnectTimeout = absl::Seconds(10);
 
-// Prints an error as the client commands do (client.h).
-void PrintError(const DraClientConfig& config, const absl::Status& status,
-                std::ostream& out, std::ostream& err) {
-  PrintClientError(config.format, status, out, err);
-}
-
 // A client connected to config.socket within `timeout`, or null after
 // printing why not.
 std::shared_ptr<DraClient> Connect(const DraClientConfig& config,
@@ -33,7 +27,7 @@ std::shared_ptr<DraClient> Connect(const DraClientConfig& config,
   options.timeout = timeout;
   options.fail_fast = true;
   if (absl::Status s = client->Connect(options); !s.ok()) {
-    PrintError(config, s, out, err);
+    PrintClientError(config.format, s, out, err);
     return nullptr;
   }
   return client;
@@ -80,7 +74,7 @@ int RunDraInfo(const DraClientConfig& config, std::ostream& out,
   absl::StatusOr<pluginregistration::PluginInfo> info =
       client->GetInfo(timeout);
   if (!info.ok()) {
-    PrintError(config, info.status(), out, err);
+    PrintClientError(config.format, info.status(), out, err);
     return kExitRpcError;
   }
   // The socket as the kubelet would name it: an absolute path.
@@ -126,7 +120,7 @@ int RunDraHealth(const DraClientConfig& config, std::ostream& out,
   if (config.timeout.has_value() && absl::IsDeadlineExceeded(status)) {
     return kExitOk;
   }
-  PrintError(config, status, out, err);
+  PrintClientError(config.format, status, out, err);
   return kExitRpcError;
 }
 

@@ -23,59 +23,50 @@ std::string ErrorText(const Json& error) {
   return absl::StrCat(JsonStr(error, "code"), ": ", JsonStr(error, "message"));
 }
 
-std::string DevicesText(const Json& event) {
+// "<head>: <healthy>/<total> healthy", then one line per device (a node
+// has up to thousands of them): "<id> (<health><details(d)>)[: <reason>]".
+std::string DeviceLines(const Json& event,
+                        std::string (*details)(const Json& d)) {
   std::string text = absl::StrCat(Head(event), ": ", JsonStr(event, "healthy"),
                                   "/", JsonStr(event, "total"), " healthy");
-  std::vector<std::string> items;
   for (const Json& d : JsonField(event, "devices")) {
-    std::string item =
-        absl::StrCat(JsonStr(d, "id"), " (", JsonStr(d, "health"));
-    if (!JsonField(d, "numa").empty()) {
-      std::vector<std::string> nodes;
-      for (const Json& n : JsonField(d, "numa")) nodes.push_back(n.dump());
-      absl::StrAppend(&item, ", numa ", absl::StrJoin(nodes, ","));
-    }
-    absl::StrAppend(&item, ")");
+    absl::StrAppend(&text, "\n  ", JsonStr(d, "id"), " (", JsonStr(d, "health"),
+                    details(d), ")");
     const std::string reason = JsonStr(d, "reason");
-    if (!reason.empty()) absl::StrAppend(&item, ": ", reason);
-    items.push_back(item);
+    if (!reason.empty()) absl::StrAppend(&text, ": ", reason);
   }
-  // One device per line: a node has up to thousands of them.
-  for (const std::string& item : items) absl::StrAppend(&text, "\n  ", item);
   return text;
 }
 
-// "<id> (<health>[, numa N], gpu <index>[ <uuid>][, mig gi G ci C]
-// [, replica K of <unit> | , unit <unit>])[: <reason>]" per device; the unit
-// only where it is not the ID, the UUID only where it is not the unit.
-std::string StatusEventText(const Json& event) {
-  std::string text = absl::StrCat(Head(event), ": ", JsonStr(event, "healthy"),
-                                  "/", JsonStr(event, "total"), " healthy");
-  for (const Json& d : JsonField(event, "devices")) {
-    std::string item =
-        absl::StrCat(JsonStr(d, "id"), " (", JsonStr(d, "health"));
-    if (d.contains("numa_node")) {
-      absl::StrAppend(&item, ", numa ", JsonStr(d, "numa_node"));
-    }
-    // The GPU's UUID unless the unit (shown below) is the GPU itself.
-    const std::string unit = JsonStr(d, "visible_id");
-    absl::StrAppend(&item, ", gpu ", JsonStr(d, "gpu_index"));
-    if (JsonStr(d, "gpu_uuid") != unit) {
-      absl::StrAppend(&item, " ", JsonStr(d, "gpu_uuid"));
-    }
-    if (d.contains("mig_gi")) {
-      absl::StrAppend(&item, ", mig gi ", JsonStr(d, "mig_gi"), " ci ",
-                      JsonStr(d, "mig_ci"));
-    }
-    if (d.contains("replica")) {
-      absl::StrAppend(&item, ", replica ", JsonStr(d, "replica"), " of ", unit);
-    } else if (unit != JsonStr(d, "id")) {
-      absl::StrAppend(&item, ", unit ", unit);
-    }
-    absl::StrAppend(&item, ")");
-    const std::string reason = JsonStr(d, "reason");
-    if (!reason.empty()) absl::StrAppend(&item, ": ", reason);
-    absl::StrAppend(&text, "\n  ", item);
+// ", numa N[,M]" of a kubelet API device.
+std::string NumaText(const Json& d) {
+  if (JsonField(d, "numa").empty()) return "";
+  std::vector<std::string> nodes;
+  for (const Json& n : JsonField(d, "numa")) nodes.push_back(n.dump());
+  return ", numa " + absl::StrJoin(nodes, ",");
+}
+
+// "[, numa N], gpu <index>[ <uuid>][, mig gi G ci C][, replica K of <unit> |
+// , unit <unit>]" of a DeviceStatus device; the unit only where it is not
+// the ID, the UUID only where it is not the unit.
+std::string StatusDeviceText(const Json& d) {
+  std::string text;
+  if (d.contains("numa_node")) {
+    absl::StrAppend(&text, ", numa ", JsonStr(d, "numa_node"));
+  }
+  const std::string unit = JsonStr(d, "visible_id");
+  absl::StrAppend(&text, ", gpu ", JsonStr(d, "gpu_index"));
+  if (JsonStr(d, "gpu_uuid") != unit) {
+    absl::StrAppend(&text, " ", JsonStr(d, "gpu_uuid"));
+  }
+  if (d.contains("mig_gi")) {
+    absl::StrAppend(&text, ", mig gi ", JsonStr(d, "mig_gi"), " ci ",
+                    JsonStr(d, "mig_ci"));
+  }
+  if (d.contains("replica")) {
+    absl::StrAppend(&text, ", replica ", JsonStr(d, "replica"), " of ", unit);
+  } else if (unit != JsonStr(d, "id")) {
+    absl::StrAppend(&text, ", unit ", unit);
   }
   return text;
 }
@@ -125,8 +116,8 @@ std::string EventText(const Json& event) {
                         " get_preferred_allocation_available=",
                         JsonStr(event, "get_preferred_allocation_available"));
   }
-  if (kind == "devices") return DevicesText(event);
-  if (kind == "status") return StatusEventText(event);
+  if (kind == "devices") return DeviceLines(event, &NumaText);
+  if (kind == "status") return DeviceLines(event, &StatusDeviceText);
   if (kind == "stream_closed") {
     return absl::StrCat(Head(event), ": ", JsonStr(event, "error"));
   }
