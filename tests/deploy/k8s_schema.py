@@ -23,6 +23,7 @@ sys.dont_write_bytecode = True  # No __pycache__ in tests/kube.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "kube"))
 # pylint: disable=wrong-import-position
+import kube_fields
 import kube_schema
 
 QUANTITY = "#/components/schemas/" + kube_schema.QUANTITY
@@ -50,18 +51,58 @@ _DNS_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-_CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
-_PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_SELECTOR_OPS = ["DoesNotExist", "Exists", "In", "NotIn"]
 
-_HOSTPATH_TYPES = {"", "DirectoryOrCreate", "Directory", "FileOrCreate",
-                   "File", "Socket", "CharDevice", "BlockDevice"}
-_PROPAGATIONS = {"None", "HostToContainer", "Bidirectional"}
-_PULL_POLICIES = {"Always", "IfNotPresent", "Never"}
-_TAINT_EFFECTS = {"", "NoSchedule", "PreferNoSchedule", "NoExecute"}
-_SELECTOR_OPS = {"In", "NotIn", "Exists", "DoesNotExist"}
-_NODE_SELECTOR_OPS = _SELECTOR_OPS | {"Gt", "Lt"}
-_PROTOCOLS = {"TCP", "UDP", "SCTP"}
+
+def _format(regex, why, max_len=None):
+  """A kube_schema check(errs, path, value): value matches regex."""
+  def check(errs, path, value):
+    if not re.match(regex, value) or (max_len and len(value) > max_len):
+      errs.append(kube_fields.FieldError(path, "Invalid", value, why))
+  return check
+
+
+# The formats of FIELD_RULES.
+_CHECKS = {
+    "dns-label": _format(_DNS_LABEL, "is not a DNS label", 63),
+    "absolute": _format("/", "is not absolute"),
+    "env-name": _format(r"[-._a-zA-Z][-._a-zA-Z0-9]*$",
+                        "is not a valid variable name"),
+    "configmap-key": _format(r"[-._a-zA-Z0-9]+$",
+                             "is not a valid ConfigMap key", 253),
+    "port-name": _format(r"(?!.*--)(?=.*[a-z])[a-z0-9]([a-z0-9-]*[a-z0-9])?$",
+                         "is not an IANA service name", 15),
+}
+# The API server's checks of one field that the models do not state, as
+# JSON Schema added to the models' (kube_schema.add_rules).
+_ONE_OF = {"DaemonSetUpdateStrategy": ("type", ["OnDelete", "RollingUpdate"]),
+           "HostPathVolumeSource": ("type", [
+               "", "BlockDevice", "CharDevice", "Directory",
+               "DirectoryOrCreate", "File", "FileOrCreate", "Socket"]),
+           "LabelSelectorRequirement": ("operator", _SELECTOR_OPS),
+           "NodeSelectorRequirement": ("operator", _SELECTOR_OPS + ["Gt",
+                                                                   "Lt"])}
+FIELD_RULES = {"V1" + k: {f: {"enum": v}} for k, (f, v) in _ONE_OF.items()}
+FIELD_RULES["V1HostPathVolumeSource"]["path"] = {"format": "absolute"}
+FIELD_RULES.update({
+    "V1ConfigMap": {k: {"propertyNames": {"format": "configmap-key"}}
+                    for k in ("data", "binaryData")},
+    "V1Volume": {"name": {"format": "dns-label"}},
+    "V1Toleration": {"operator": {"enum": ["Equal", "Exists"]},
+                     "effect": {"enum": ["", "NoExecute", "NoSchedule",
+                                         "PreferNoSchedule"]}},
+    "V1Container": {"name": {"format": "dns-label"}, "image": {"minLength": 1},
+                    "imagePullPolicy": {"enum": ["Always", "IfNotPresent",
+                                                 "Never"]}},
+    "V1ContainerPort": {"containerPort": {"minimum": 1, "maximum": 65535},
+                        "protocol": {"enum": ["SCTP", "TCP", "UDP"]},
+                        "name": {"format": "port-name"}},
+    "V1EnvVar": {"name": {"format": "env-name"}},
+    "V1VolumeMount": {"mountPath": {"format": "absolute"},
+                      "mountPropagation": {"enum": [
+                          "Bidirectional", "HostToContainer", "None"]}},
+    "V1HTTPGetAction": {"path": {"format": "absolute"}},
+})
 _PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 _VOLUME_SOURCES_EXCLUDED = {"name"}
 
@@ -142,7 +183,8 @@ def _model_schema():
   schemas = kube_schema.translate_document({})
   for cls_name in KINDS.values():
     _add_model(cls_name, schemas)
-  return kube_schema.Schema(None, schemas)
+  kube_schema.add_rules(schemas, FIELD_RULES)
+  return kube_schema.Schema(None, schemas, checks=_CHECKS)
 
 
 _SCHEMA = _model_schema()
@@ -163,6 +205,10 @@ def _problem(e):
             f"{type(e.value).__name__} {e.value!r}")
   if e.kind == "Invalid" and e.detail == kube_schema.QUANTITY_DETAIL:
     return f"{e.path}: not a quantity: {e.value!r}"
+  if e.kind == "NotSupported":
+    return f"{e.path}: {e.value!r} is not one of [{e.detail[18:]}]"
+  if e.kind == "Invalid":
+    return f"{e.path}: {e.value!r} {e.detail}"
   return str(e)
 
 
@@ -203,11 +249,6 @@ def check_object(obj):
     _check_pod_spec(obj.get("spec") or {}, "spec", errors, is_template=False)
   elif kind in ("DaemonSet", "Deployment"):
     _check_workload(obj, errors)
-  elif kind == "ConfigMap":
-    for section in ("data", "binaryData"):
-      for k in (obj.get(section) or {}):
-        if not _CONFIGMAP_KEY.match(k) or len(k) > 253:
-          errors.append(f"{section}.{k}: not a valid ConfigMap key")
   return errors
 
 
@@ -259,15 +300,12 @@ def _check_label_selector(sel, path, errors):
   if not sel.get("matchLabels") and not sel.get("matchExpressions"):
     errors.append(f"{path}: empty selector (it would select every pod)")
   for i, e in enumerate(sel.get("matchExpressions") or []):
-    _check_requirement(e, f"{path}.matchExpressions[{i}]", _SELECTOR_OPS,
-                       errors)
+    _check_requirement(e, f"{path}.matchExpressions[{i}]", errors)
 
 
-def _check_requirement(e, path, ops, errors):
+def _check_requirement(e, path, errors):
   op = e.get("operator")
-  if op not in ops:
-    errors.append(f"{path}.operator: {op!r} is not one of {sorted(ops)}")
-  elif op in ("In", "NotIn") and not e.get("values"):
+  if op in ("In", "NotIn") and not e.get("values"):
     errors.append(f"{path}.values: required for operator {op}")
   elif op in ("Exists", "DoesNotExist") and e.get("values"):
     errors.append(f"{path}.values: must be empty for operator {op}")
@@ -288,11 +326,7 @@ def _check_workload(obj, errors):
                   f"labels {labels}")
   if obj["kind"] == "DaemonSet":
     strategy = spec.get("updateStrategy") or {}
-    t = strategy.get("type", "RollingUpdate")
-    if t not in ("RollingUpdate", "OnDelete"):
-      errors.append(f"spec.updateStrategy.type: {t!r} is not RollingUpdate "
-                    "or OnDelete")
-    if t == "OnDelete" and strategy.get("rollingUpdate"):
+    if strategy.get("type") == "OnDelete" and strategy.get("rollingUpdate"):
       errors.append("spec.updateStrategy.rollingUpdate: only with "
                     "type RollingUpdate")
   tspec = template.get("spec") or {}
@@ -307,33 +341,19 @@ def _check_pod_spec(spec, path, errors, is_template):
   for i, v in enumerate(spec.get("volumes") or []):
     vp = f"{path}.volumes[{i}]"
     name = v.get("name")
-    if not _DNS_LABEL.match(name) or len(name) > 63:
-      errors.append(f"{vp}.name: {name!r} is not a DNS label")
     if name in volumes:
       errors.append(f"{vp}.name: duplicate volume {name!r}")
     volumes[name] = v
     sources = [k for k in v if k not in _VOLUME_SOURCES_EXCLUDED]
     if len(sources) != 1:
       errors.append(f"{vp}: exactly one volume source, got {sources}")
-    hp = v.get("hostPath")
-    if hp:
-      if not hp["path"].startswith("/"):
-        errors.append(f"{vp}.hostPath.path: {hp['path']!r} is not absolute")
-      if hp.get("type", "") not in _HOSTPATH_TYPES:
-        errors.append(f"{vp}.hostPath.type: {hp.get('type')!r} is not one of "
-                      f"{sorted(_HOSTPATH_TYPES)}")
   for i, t in enumerate(spec.get("tolerations") or []):
     tp = f"{path}.tolerations[{i}]"
     op = t.get("operator", "Equal")
-    if op not in ("Exists", "Equal"):
-      errors.append(f"{tp}.operator: {op!r} is not Exists or Equal")
     if op == "Exists" and t.get("value"):
       errors.append(f"{tp}.value: must be empty with operator Exists")
     if not t.get("key") and op != "Exists":
       errors.append(f"{tp}.operator: must be Exists when key is empty")
-    if t.get("effect", "") not in _TAINT_EFFECTS:
-      errors.append(f"{tp}.effect: {t.get('effect')!r} is not one of "
-                    f"{sorted(_TAINT_EFFECTS)}")
   node_aff = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
       "requiredDuringSchedulingIgnoredDuringExecution")
   if node_aff:
@@ -342,7 +362,7 @@ def _check_pod_spec(spec, path, errors, is_template):
         _check_requirement(
             e, f"{path}.affinity.nodeAffinity.requiredDuringScheduling"
             f"IgnoredDuringExecution.nodeSelectorTerms[{i}].matchExpressions"
-            f"[{j}]", _NODE_SELECTOR_OPS, errors)
+            f"[{j}]", errors)
   names = set()
   for group in ("initContainers", "containers"):
     for i, c in enumerate(spec.get(group) or []):
@@ -356,34 +376,17 @@ def _check_pod_spec(spec, path, errors, is_template):
 
 
 def _check_container(c, path, volumes, errors):
-  if not _DNS_LABEL.match(c["name"]) or len(c["name"]) > 63:
-    errors.append(f"{path}.name: {c['name']!r} is not a DNS label")
-  if not c.get("image"):
-    errors.append(f"{path}.image: required")
-  if c.get("imagePullPolicy", "IfNotPresent") not in _PULL_POLICIES:
-    errors.append(f"{path}.imagePullPolicy: {c['imagePullPolicy']!r} is not "
-                  f"one of {sorted(_PULL_POLICIES)}")
   port_names = {}
   for i, p in enumerate(c.get("ports") or []):
     pp = f"{path}.ports[{i}]"
-    if not 1 <= p["containerPort"] <= 65535:
-      errors.append(f"{pp}.containerPort: {p['containerPort']} out of range")
-    if p.get("protocol", "TCP") not in _PROTOCOLS:
-      errors.append(f"{pp}.protocol: {p['protocol']!r} is not one of "
-                    f"{sorted(_PROTOCOLS)}")
     name = p.get("name")
     if name is not None:
-      if (len(name) > 15 or not _PORT_NAME.match(name) or "--" in name or
-          not re.search("[a-z]", name)):
-        errors.append(f"{pp}.name: {name!r} is not an IANA service name")
       if name in port_names:
         errors.append(f"{pp}.name: duplicate port name {name!r}")
       port_names[name] = p["containerPort"]
   env_names = set()
   for i, e in enumerate(c.get("env") or []):
     ep = f"{path}.env[{i}]"
-    if not _ENV_NAME.match(e["name"]):
-      errors.append(f"{ep}.name: {e['name']!r} is not a valid variable name")
     if e["name"] in env_names:
       errors.append(f"{ep}.name: {e['name']!r} set twice")
     env_names.add(e["name"])
@@ -403,16 +406,10 @@ def _check_container(c, path, volumes, errors):
     mp = f"{path}.volumeMounts[{i}]"
     if m["name"] not in volumes:
       errors.append(f"{mp}.name: no volume named {m['name']!r}")
-    if not m["mountPath"].startswith("/"):
-      errors.append(f"{mp}.mountPath: {m['mountPath']!r} is not absolute")
     if m["mountPath"] in mount_paths:
       errors.append(f"{mp}.mountPath: {m['mountPath']!r} mounted twice")
     mount_paths.add(m["mountPath"])
-    prop = m.get("mountPropagation")
-    if prop is not None and prop not in _PROPAGATIONS:
-      errors.append(f"{mp}.mountPropagation: {prop!r} is not one of "
-                    f"{sorted(_PROPAGATIONS)}")
-    if prop == "Bidirectional" and not privileged:
+    if m.get("mountPropagation") == "Bidirectional" and not privileged:
       errors.append(f"{mp}.mountPropagation: Bidirectional needs a "
                     "privileged container")
   for probe_name in ("livenessProbe", "readinessProbe", "startupProbe"):
@@ -439,8 +436,6 @@ def _check_container(c, path, volumes, errors):
       else:
         errors.append(f"{pp}.{h}.port: expected a number or a port name, "
                       f"got {port!r}")
-      if h == "httpGet" and not action.get("path", "/").startswith("/"):
-        errors.append(f"{pp}.httpGet.path: must start with /")
     if probe_name in ("livenessProbe", "startupProbe") and \
         probe.get("successThreshold", 1) != 1:
       errors.append(f"{pp}.successThreshold: must be 1")

@@ -112,11 +112,16 @@ def translate_document(document, overlay=None):
   for name in ("Time", "MicroTime"):
     schemas[_META + "apis.meta.v1." + name] = {
         "type": "string", "format": "date-time"}
-  for name, fields in (overlay or {}).items():
+  add_rules(schemas, overlay or {})
+  return schemas
+
+
+def add_rules(schemas, overlay):
+  """Adds overlay ({schema name: {property: JSON Schema}}) to schemas."""
+  for name, fields in overlay.items():
     props = schemas[name]["properties"]
     for field, rule in fields.items():
       props[field] = {"allOf": [props[field], rule]}
-  return schemas
 
 
 def _without_nulls(value):
