@@ -173,6 +173,7 @@ CLAIM_CASES = [
 
 _RESULT = {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node-a",
            "device": "gpu-0"}
+_DEVICE_STATUS = {k: v for k, v in _RESULT.items() if k != "request"}
 
 
 def _status(results=None, reserved=None):
@@ -197,6 +198,9 @@ STATUS_CASES = [
     ("reservedFor without allocation",
      _status(reserved=[{"resource": "pods", "name": "p", "uid": "u"}]),
      "status.reservedFor: Forbidden"),
+    ("device status twice (x-kubernetes-list-map-keys)",
+     dict(_status([_RESULT]), devices=[_DEVICE_STATUS, _DEVICE_STATUS]),
+     "status.devices[1]: Duplicate value"),
 ]
 
 CLASS_CASES = [
@@ -364,9 +368,16 @@ class KubeVersionTest(unittest.TestCase):
         "requests": {"memory": "10Gi"}}
     c["spec"]["devices"]["constraints"] = [
         {"requests": ["gpu"], "distinctAttribute": "gpu.nvidia.com/uuid"}]
+    # 1.36 tells a device's statuses apart by shareID too.
+    shares = [dict(_DEVICE_STATUS, shareID="%d0000000-0000-0000-0000-"
+                   "000000000000" % i) for i in (1, 2)]
     with Emulator("--kube-version", "1.36") as emu:
       self.assertEqual(emu.client.request("POST", SLICES, s)[0], 201)
-      self.assertEqual(emu.client.request("POST", CLAIMS, c)[0], 201)
+      code, created = emu.client.request("POST", CLAIMS, c)
+      self.assertEqual(code, 201)
+      created["status"] = dict(_status([_RESULT]), devices=shares)
+      self.assertEqual(emu.client.request(
+          "PUT", CLAIMS + "/v136/status", created)[0], 200, created)
       self.assertEqual(emu.violations(), [])
     with Emulator() as emu:
       code, body = emu.client.request("POST", SLICES, s)

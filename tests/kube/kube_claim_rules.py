@@ -9,9 +9,9 @@
 After pkg/apis/resource/validation: unique request names, exactly one of
 exactly/firstAvailable, allocation mode and count, tolerations, selectors
 with a CEL member, constraints and configuration referring to the claim's
-requests, opaque parameters, the immutable spec; reservedFor (unique, only
-with an allocation), allocation results naming requests and immutable
-once set, device statuses naming allocated devices, unique IPs; a
+requests, opaque parameters, the immutable spec; reservedFor only with an
+allocation, allocation results naming requests and immutable once set,
+device statuses naming allocated devices, unique IPs; a
 DeviceClass's extendedResourceName. The checks
 of one field (formats, enums, per-field limits) are
 kube_dra_common.field_rules, checked with the schema. Each check returns a
@@ -168,10 +168,8 @@ class ClaimRules:
     names = _request_names(as_list(devices.get("requests")))
     status = as_dict(obj.get("status"))
     old_status = as_dict(as_dict(old).get("status"))
-    reserved = as_list(status.get("reservedFor"))
-    check_unique_names(errs, reserved, "status.reservedFor", key="uid")
     allocation = status.get("allocation")
-    if reserved and allocation is None:
+    if as_list(status.get("reservedFor")) and allocation is None:
       kf.forbidden(errs, "status.reservedFor", "may not be specified when "
                    "`allocated` is not set")
     allocated = set()
@@ -232,7 +230,6 @@ def _check_configs(errs, path, configs, names):
 
 
 def _check_device_statuses(errs, statuses, allocated):
-  seen = set()
   for i, status in enumerate(statuses):
     path = "status.devices[%d]" % i
     status = as_dict(status)
@@ -240,9 +237,6 @@ def _check_device_statuses(errs, statuses, allocated):
     if key not in allocated:
       kf.invalid(errs, path, "/".join(str(k) for k in key),
                  "must be an allocated device in the claim")
-    if key in seen:
-      kf.duplicate(errs, path, "/".join(str(k) for k in key))
-    seen.add(key)
     data = status.get("data")
     if data is not None and (not isinstance(data, dict) or
                              len(json.dumps(data)) > common.STATUS_DATA_MAX):

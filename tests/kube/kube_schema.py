@@ -8,8 +8,10 @@ Schema (Debian's python3-jsonschema validates it), as a strict decoder reads
 it: an object with declared properties refuses unknown ones (strict field
 validation), integers are int64 unless the format says int32, Quantity is a
 number or a string that parses as a resource.Quantity,
-x-kubernetes-int-or-string is an integer or a string, Time, MicroTime and
-format date-time are RFC 3339. A JSON null member counts as absent. The
+x-kubernetes-int-or-string is an integer or a string, a list of
+x-kubernetes-list-type set or map has no two items alike (in its
+x-kubernetes-list-map-keys), Time, MicroTime and format date-time are RFC
+3339. A JSON null member counts as absent. The
 document may also state maxItems, maxLength and enum; they are checked too.
 Errors are kube_fields.FieldError with paths like
 spec.devices[3].attributes[productName].string. Thread-safe once built.
@@ -73,9 +75,28 @@ def _format_checker(checks):
   return checker
 
 
+# The keyword of x-kubernetes-list-type set (its value []) and map (the
+# x-kubernetes-list-map-keys): no two items alike (in those keys).
+_UNIQUE = "uniqueBy"
+
+
+def _unique_by(validator, keys, instance, schema):
+  """Errors of the items of instance that repeat an earlier one."""
+  del validator, schema
+  seen = set()
+  for i, item in enumerate(instance if isinstance(instance, list) else []):
+    if keys and isinstance(item, dict):
+      key = "/".join(str(item.get(k, "")) for k in keys)
+    else:
+      key = json.dumps(item, sort_keys=True)
+    if key in seen:
+      yield jsonschema.ValidationError("duplicate", path=[i], instance=key)
+    seen.add(key)
+
+
 # JSON integers are Python ints; true is not one, 1.0 is not one.
 _VALIDATOR = jsonschema.validators.extend(
-    jsonschema.Draft7Validator,
+    jsonschema.Draft7Validator, validators={_UNIQUE: _unique_by},
     type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
         "integer", lambda _, v: isinstance(v, int) and not isinstance(
             v, bool)))
@@ -95,6 +116,10 @@ def translate(node):
     out.setdefault("additionalProperties", False)
   if node.get("x-kubernetes-int-or-string"):
     out["type"] = ["integer", "string"]
+  if node.get("x-kubernetes-list-type") == "set":
+    out[_UNIQUE] = []
+  elif node.get("x-kubernetes-list-type") == "map":
+    out[_UNIQUE] = node.get("x-kubernetes-list-map-keys", [])
   if out.get("type") == "integer":
     out.setdefault("format", "int64")
   return out
@@ -147,7 +172,7 @@ def _field_path(error):
     elif word == "propertyNames":
       path += "[%s]" % error.instance
     i += 1
-  return path
+  return path + "".join("[%s]" % k for k in instance)
 
 
 def _field_errors(error):
@@ -174,6 +199,8 @@ def _field_errors(error):
     return error.cause.errs
   if kind == "format":
     return [FieldError(path, "Invalid", value, _FORMATS[want][1])]
+  if kind == _UNIQUE:
+    return [FieldError(path, "Duplicate", value)]
   if kind in ("minLength", "minItems"):
     return [FieldError(path, "Required")]
   if kind == "minimum":
