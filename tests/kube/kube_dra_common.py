@@ -19,16 +19,10 @@ ATTR_ID_MAX = 32
 ATTR_VALUE_MAX = 64
 POOL_NAME_MAX = 253
 ATTRS_AND_CAPS_MAX = 32
-REQUESTS_MAX = 32
 SELECTORS_MAX = 32
 CONFIG_MAX = 32
-CONSTRAINTS_MAX = 32
-SUBREQUESTS_MAX = 8
-RESULTS_MAX = 32
-RESERVED_FOR_MAX = 256
 CEL_MAX = 10 * 1024
 OPAQUE_MAX = 10 * 1024
-STATUS_CONDITIONS_MAX = 8
 STATUS_DATA_MAX = 10 * 1024
 COUNTERS_MAX = 32
 COUNTER_SETS_MAX = 8
@@ -199,24 +193,22 @@ def field_rules(kube_minor):
                       "effect": {"enum": list(taint_effects(kube_minor))}},
       "DeviceCounterConsumption": {"counterSet": label, "counters": counters},
       "CounterSet": {"name": label, "counters": counters},
-      "DeviceClaim": {"requests": {"maxItems": REQUESTS_MAX},
-                      "constraints": {"maxItems": CONSTRAINTS_MAX},
+      "DeviceClaim": {"requests": {"maxItems": 32},
+                      "constraints": {"maxItems": 32},
                       "config": {"maxItems": CONFIG_MAX}},
-      "DeviceRequest": {"name": label,
-                        "firstAvailable": {"maxItems": SUBREQUESTS_MAX}},
+      "DeviceRequest": {"name": label, "firstAvailable": {"maxItems": 8}},
       "ExactDeviceRequest": one_request,
       "DeviceSubRequest": dict(one_request, name=label),
       "OpaqueDeviceConfiguration": {"driver": {"format": "driver-name"}},
       "DeviceAllocationConfiguration": {
           "source": {"enum": ["FromClaim", "FromClass"]}},
-      "ResourceClaimStatus": {"reservedFor": {"maxItems": RESERVED_FOR_MAX}},
+      "ResourceClaimStatus": {"reservedFor": {"maxItems": 256}},
       "ResourceClaimConsumerReference": {
           f: {"minLength": 1} for f in ("resource", "name", "uid")},
-      "DeviceAllocationResult": {"results": {"maxItems": RESULTS_MAX},
+      "DeviceAllocationResult": {"results": {"maxItems": 32},
                                  "config": {"maxItems": 2 * CONFIG_MAX}},
       "DeviceRequestAllocationResult": device_ref,
-      "AllocatedDeviceStatus": dict(device_ref, conditions={
-          "maxItems": STATUS_CONDITIONS_MAX}),
+      "AllocatedDeviceStatus": dict(device_ref, conditions={"maxItems": 8}),
       "NetworkDeviceData": {
           "interfaceName": {"maxLength": 256},
           "hardwareAddress": {"maxLength": 128},
