@@ -39,11 +39,6 @@ bool Eventually(const std::function<bool()>& done,
 void FakeNvmlTest::SetUp() {
   unsetenv("FAKE_NVML_MACHINE");
   unsetenv("FAKE_NVML_CONTROL");
-  std::string pattern =
-      (std::filesystem::temp_directory_path() / "fake_nvml_test.XXXXXX")
-          .string();
-  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-  dir_ = pattern;
 }
 
 void FakeNvmlTest::TearDown() {
@@ -51,8 +46,6 @@ void FakeNvmlTest::TearDown() {
   }
   unsetenv("FAKE_NVML_MACHINE");
   unsetenv("FAKE_NVML_CONTROL");
-  std::error_code ignored;
-  std::filesystem::remove_all(dir_, ignored);
 }
 
 std::string FakeNvmlTest::WriteFile(const std::string& name,

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fake_nvml/nvml_exports.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::fake_nvml::testing {
 
@@ -26,9 +27,9 @@ std::string ShippedMachine(const std::string& file);
 bool Eventually(const std::function<bool()>& done,
                 std::chrono::milliseconds timeout = std::chrono::seconds(2));
 
-// Base fixture. SetUp clears FAKE_NVML_MACHINE / FAKE_NVML_CONTROL and makes
-// a temporary directory; TearDown shuts the library down completely and
-// removes the directory.
+// Base fixture with a temporary directory of its own (a TempDir). SetUp
+// clears FAKE_NVML_MACHINE / FAKE_NVML_CONTROL; TearDown shuts the library
+// down completely.
 class FakeNvmlTest : public ::testing::Test {
  protected:
   void SetUp() override;
@@ -53,7 +54,8 @@ class FakeNvmlTest : public ::testing::Test {
   // The handle of GPU `index`; fails the test on error.
   nvmlDevice_t Device(unsigned index);
 
-  std::string dir_;
+  const ::gdp::testing::TempDir tmp_{"fake-nvml"};
+  const std::string dir_ = tmp_.path().string();
   std::string control_path_;
 };
 

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "cdi/root_path.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::cdi {
 namespace {
@@ -17,14 +18,6 @@ namespace fs = std::filesystem;
 // A temporary tree standing for a host root.
 class TreeTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl =
-        (fs::temp_directory_path() / "gdp-cdi-files-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   // A regular file at `path` (inside the root), parents created.
   void File(const std::string& path, fs::perms mode = fs::perms(0644)) {
     fs::path p = root_ / path.substr(1);
@@ -42,7 +35,8 @@ class TreeTest : public ::testing::Test {
     fs::create_symlink(target, p);
   }
 
-  fs::path root_;
+  const gdp::testing::TempDir tmp_{"cdi-files"};
+  const fs::path root_ = tmp_.path();
 };
 
 TEST(JoinRootTest, JoinsRootAndPath) {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "cdi/validate.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::cdi {
 namespace {
@@ -217,10 +218,6 @@ TEST(BuildSpecTest, RefusesWhatCannotBeASpec) {
 class GenerateSpecTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl =
-        (fs::temp_directory_path() / "gdp-cdi-spec-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
     fs::path lib = dir_ / "driver/usr/lib/x86_64-linux-gnu";
     fs::create_directories(lib);
     for (const char* name :
@@ -239,9 +236,9 @@ class GenerateSpecTest : public ::testing::Test {
       std::ofstream(dir_ / "dev/dev" / n) << "";
     }
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"cdi-spec"};
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(GenerateSpecTest, MountsTheDriverFromTheHostRoot) {

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "cdi/spec.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::cdi {
 namespace {
@@ -38,14 +39,7 @@ std::string Slurp(const fs::path& p) {
 
 class WriteSpecTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl =
-        (fs::temp_directory_path() / "gdp-cdi-write-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    target_ = dir_ / "cdi" / SpecFileName();
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { target_ = dir_ / "cdi" / SpecFileName(); }
 
   std::vector<std::string> Entries() const {
     std::vector<std::string> out;
@@ -55,7 +49,8 @@ class WriteSpecTest : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_;
+  const gdp::testing::TempDir tmp_{"cdi-write"};
+  const fs::path dir_ = tmp_.path();
   fs::path target_;
 };
 

@@ -13,6 +13,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "kube/test_server.h"
 #include "kube/testing_tls.h"
+#include "testing/temp_dir.h"
 #include "util/fifo_testing.h"
 
 namespace gdp::kube {
@@ -79,7 +80,7 @@ class ClientTest : public ::testing::Test {
     return client.ok() ? std::move(*client) : nullptr;
   }
 
-  testing::ScopedTempDir tmp_;
+  ::gdp::testing::TempDir tmp_{"kube"};
   std::string dir_;
   testing::RequestLog log_;
 };

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "kube/test_server.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::kube {
 namespace {
@@ -34,7 +35,7 @@ class InClusterConfigTest : public ::testing::Test {
     WriteFile(dir_ + "/ca.crt", "-----BEGIN CERTIFICATE-----\n");
     WriteFile(dir_ + "/namespace", "gpu-operator");
   }
-  testing::ScopedTempDir tmp_;
+  ::gdp::testing::TempDir tmp_{"kube"};
   std::string dir_;
 };
 

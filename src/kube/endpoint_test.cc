@@ -9,6 +9,7 @@
 #include "kube/server_url.h"
 #include "kube/test_server.h"
 #include "kube/testing_tls.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::kube {
 namespace {
@@ -72,7 +73,7 @@ class TlsSettingsTest : public ::testing::Test {
   }
   const testing::TestPki& pki() { return testing::SharedTestPki(); }
 
-  testing::ScopedTempDir tmp_;
+  ::gdp::testing::TempDir tmp_{"kube"};
   std::string dir_;
   testing::TestPki other_;
 };

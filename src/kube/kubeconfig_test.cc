@@ -5,6 +5,7 @@
 
 #include "kube/config.h"
 #include "kube/test_server.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::kube {
 namespace {
@@ -26,7 +27,7 @@ class KubeconfigTest : public ::testing::Test {
     return path;
   }
 
-  testing::ScopedTempDir tmp_;
+  ::gdp::testing::TempDir tmp_{"kube"};
   std::string dir_;
 };
 

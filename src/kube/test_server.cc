@@ -4,11 +4,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <system_error>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -30,21 +26,6 @@ int FreePort() {
   }
   close(fd);
   return port;
-}
-
-ScopedTempDir::ScopedTempDir() {
-  const char* base = getenv("TEST_TMPDIR");
-  path_ = absl::StrCat(base != nullptr && *base != 0 ? base : "/tmp",
-                       "/kube_test.XXXXXX");
-  if (mkdtemp(path_.data()) == nullptr) {
-    perror("mkdtemp");
-    abort();
-  }
-}
-
-ScopedTempDir::~ScopedTempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
 }
 
 std::string StatusJson(int code, const std::string& reason,

@@ -23,20 +23,6 @@ namespace gdp::kube::testing {
 // Result: 0 when none could be found.
 int FreePort();
 
-// A new empty directory under TEST_TMPDIR or /tmp, removed with its
-// content on destruction; aborts the test binary when none can be made.
-class ScopedTempDir {
- public:
-  ScopedTempDir();
-  ~ScopedTempDir();
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // A Kubernetes Status object (kind Status, status Failure) as JSON text.
 std::string StatusJson(int code, const std::string& reason,
                        const std::string& message);

@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "kube/test_server.h"
+#include "testing/temp_dir.h"
 
 namespace gdp::kube::testing {
 namespace {
@@ -174,9 +175,9 @@ absl::StatusOr<TestPki> MakeTestPki(const std::string& dir,
 
 const TestPki& SharedTestPki() {
   // The directory goes at exit, with the static's destruction.
-  static ScopedTempDir dir;
+  static const ::gdp::testing::TempDir dir("kube-pki");
   static const TestPki* const pki = [] {
-    absl::StatusOr<TestPki> made = MakeTestPki(dir.path());
+    absl::StatusOr<TestPki> made = MakeTestPki(dir.path().string());
     if (!made.ok()) {
       fprintf(stderr, "MakeTestPki: %s\n", made.status().ToString().c_str());
       abort();

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "testing/temp_dir.h"
+
 namespace gdp {
 namespace {
 
@@ -351,9 +353,8 @@ TEST(AllocatorTest, TimeSlicingAddsNoMpsEdits) {
 }
 
 TEST(AllocatorTest, DeviceSpecsIncludeControlNodesThatExist) {
-  std::filesystem::path root =
-      std::filesystem::temp_directory_path() / "gdp_allocator_test";
-  std::filesystem::remove_all(root);
+  const gdp::testing::TempDir tmp("allocator");
+  const std::filesystem::path root = tmp.path();
   std::filesystem::create_directories(root / "dev");
   for (const char* f : {"nvidiactl", "nvidia-uvm", "nvidia0", "nvidia1"}) {
     std::ofstream(root / "dev" / f).put('\n');
@@ -380,7 +381,6 @@ TEST(AllocatorTest, DeviceSpecsIncludeControlNodesThatExist) {
   opts.strategies = {Strategy::kCdiCri};
   Allocator cdi(opts);
   EXPECT_THAT(cdi.control_nodes(), IsEmpty());
-  std::filesystem::remove_all(root);
 }
 
 }  // namespace
