@@ -19,6 +19,7 @@ spec.devices[3].attributes[productName].string. Thread-safe once built.
 
 import json
 import re
+import threading
 
 import jsonschema
 
@@ -224,13 +225,9 @@ class Schema:
     path, value)} appending kube_fields.FieldErrors, for the overlay's
     formats."""
     self._schemas = schemas or translate_document(document, overlay)
-    checker = _format_checker(checks)
-    self._validators = {}
-    for name in self._schemas:
-      self._validators[name] = _VALIDATOR(
-          {"$ref": "#/components/schemas/" + name,
-           "components": {"schemas": self._schemas}},
-          format_checker=checker)
+    self._checker = _format_checker(checks)
+    # jsonschema's RefResolver keeps a stack of scopes: one per thread.
+    self._local = threading.local()
     refs = re.findall(r'"\$ref": "#/components/schemas/([^"]*)"',
                       json.dumps(self._schemas))
     for name in refs:
@@ -243,20 +240,15 @@ class Schema:
     with open(path, encoding="utf-8") as f:
       return cls(json.load(f), overlay=overlay, checks=checks)
 
-  def names(self):
-    """The schema names known."""
-    return set(self._schemas)
-
-  def check(self, name, value, path=""):
-    """List of FieldError of value against the named schema.
-
-    path: where value sits in the object, prefixed to the errors' paths.
-    """
+  def check(self, name, value):
+    """List of FieldError of value against the named schema."""
+    validators = self._local.__dict__
+    if name not in validators:
+      validators[name] = _VALIDATOR(
+          {"$ref": "#/components/schemas/" + name,
+           "components": {"schemas": self._schemas}},
+          format_checker=self._checker)
     errs = []
-    for error in self._validators[name].iter_errors(_without_nulls(value)):
+    for error in validators[name].iter_errors(_without_nulls(value)):
       errs.extend(_field_errors(error))
-    if path:
-      for e in errs:
-        e.path = path + ("." + e.path if e.path and e.path[0] != "[" else
-                         e.path)
     return errs
