@@ -23,10 +23,10 @@ import json
 import kube_fields as kf
 import kube_meta
 import kube_dra_common as common
-from kube_dra_common import (as_dict, as_list, as_str, check_immutable,
-                             check_opaque, check_qualified_attr_name,
-                             check_selectors, check_unique_names,
-                             taint_effects)
+from kube_dra_common import (check_immutable, check_opaque,
+                             check_qualified_attr_name, check_selectors,
+                             check_unique_names, taint_effects)
+from kube_meta import as_dict, as_list, as_str
 
 _ALLOCATION_MODES = ("All", "ExactCount")
 _OPERATORS = ("Equal", "Exists")

@@ -4,9 +4,8 @@ Name formats of the DRA API (driver names, pool names, QualifiedNames of
 attributes and capacities), uniqueness, opaque configuration and CEL
 selector checks, the limits of pkg/apis/resource, and field_rules: the
 checks of one field, for the schema. Each check_* appends
-kube_fields.FieldError to errs.
-The as_* helpers give a value of the wrong JSON type as empty, so checks
-can skip what the schema check reports. Pure functions.
+kube_fields.FieldError to errs, skipping values of the wrong JSON type
+(kube_meta.as_*: the schema check reports them). Pure functions.
 """
 
 import ipaddress
@@ -14,6 +13,7 @@ import json
 
 import kube_fields as kf
 import kube_meta
+from kube_meta import as_dict, as_str
 
 ATTR_ID_MAX = 32
 ATTR_VALUE_MAX = 64
@@ -26,21 +26,6 @@ OPAQUE_MAX = 10 * 1024
 STATUS_DATA_MAX = 10 * 1024
 COUNTERS_MAX = 32
 COUNTER_SETS_MAX = 8
-
-
-def as_str(value):
-  """value if it is a string, else None."""
-  return value if isinstance(value, str) else None
-
-
-def as_dict(value):
-  """value if it is a dict, else {}."""
-  return value if isinstance(value, dict) else {}
-
-
-def as_list(value):
-  """value if it is a list, else []."""
-  return value if isinstance(value, list) else []
 
 
 def check_immutable(errs, path, new, old):

@@ -4,8 +4,9 @@ check_object_meta(errs, meta, namespaced) and check_node_selector(errs, path,
 selector) append kube_fields.FieldError for every problem, the way
 apimachinery's ValidateObjectMeta and core's ValidateNodeSelector report
 them; both skip values of the wrong JSON type (the schema check reports
-those). same() and clone() compare and copy JSON values. Pure functions,
-safe from any thread.
+those). same() and clone() compare and copy JSON values; as_str, as_dict
+and as_list give a value of the wrong JSON type as None, {} or []. Pure
+functions, safe from any thread.
 """
 
 import kube_fields as kf
@@ -15,16 +16,18 @@ _NODE_SELECTOR_OPS = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
 _FIELD_SELECTOR_OPS = ("In", "NotIn")
 
 
-def _s(value):
+def as_str(value):
   """value if it is a string, else None."""
   return value if isinstance(value, str) else None
 
 
-def _d(value):
+def as_dict(value):
+  """value if it is a dict, else {}."""
   return value if isinstance(value, dict) else {}
 
 
-def _l(value):
+def as_list(value):
+  """value if it is a list, else []."""
   return value if isinstance(value, list) else []
 
 
@@ -33,13 +36,13 @@ def check_object_meta(errs, meta, namespaced):
 
   Every kind this emulator serves names objects with DNS subdomains.
   """
-  meta = _d(meta)
-  name = _s(meta.get("name"))
+  meta = as_dict(meta)
+  name = as_str(meta.get("name"))
   if not name:
     kf.required(errs, "metadata.name", "name or generateName is required")
   else:
     kf.check_dns_subdomain(errs, "metadata.name", name)
-  namespace = _s(meta.get("namespace")) or ""
+  namespace = as_str(meta.get("namespace")) or ""
   if namespaced:
     if not namespace:
       kf.required(errs, "metadata.namespace")
@@ -47,20 +50,20 @@ def check_object_meta(errs, meta, namespaced):
       kf.check_dns_label(errs, "metadata.namespace", namespace)
   elif namespace:
     kf.forbidden(errs, "metadata.namespace", "not allowed on this type")
-  for key, value in _d(meta.get("labels")).items():
+  for key, value in as_dict(meta.get("labels")).items():
     path = "metadata.labels"
     kf.check_qualified_name(errs, path, key)
     if isinstance(value, str):
       kf.check_label_value(errs, path, value)
-  annotations = _d(meta.get("annotations"))
+  annotations = as_dict(meta.get("annotations"))
   size = 0
   for key, value in annotations.items():
     kf.check_qualified_name(errs, "metadata.annotations", key.lower())
     size += len(key) + (len(value) if isinstance(value, str) else 0)
   if size > _TOTAL_ANNOTATION_SIZE:
     kf.too_long(errs, "metadata.annotations", _TOTAL_ANNOTATION_SIZE)
-  _check_owner_references(errs, _l(meta.get("ownerReferences")))
-  for i, finalizer in enumerate(_l(meta.get("finalizers"))):
+  _check_owner_references(errs, as_list(meta.get("ownerReferences")))
+  for i, finalizer in enumerate(as_list(meta.get("finalizers"))):
     if isinstance(finalizer, str):
       kf.check_qualified_name(errs, "metadata.finalizers[%d]" % i, finalizer)
 
@@ -71,21 +74,21 @@ def _check_owner_references(errs, refs):
     if not isinstance(ref, dict):
       continue
     path = "metadata.ownerReferences[%d]" % i
-    api_version = _s(ref.get("apiVersion")) or ""
+    api_version = as_str(ref.get("apiVersion")) or ""
     version = api_version.rsplit("/", 1)[-1]
     if not version or api_version.count("/") > 1:
       kf.invalid(errs, path + ".apiVersion", api_version,
                  "version must not be empty")
-    if not _s(ref.get("kind")):
+    if not as_str(ref.get("kind")):
       kf.invalid(errs, path + ".kind", ref.get("kind", ""),
                  "kind must not be empty")
-    name = _s(ref.get("name")) or ""
+    name = as_str(ref.get("name")) or ""
     if not name:
       kf.invalid(errs, path + ".name", name, "name must not be empty")
     elif name in (".", "..") or "/" in name or "%" in name:
       kf.invalid(errs, path + ".name", name,
                  "may not be '.' or '..' and may not contain '/' or '%'")
-    if not _s(ref.get("uid")):
+    if not as_str(ref.get("uid")):
       kf.invalid(errs, path + ".uid", ref.get("uid", ""),
                  "uid must not be empty")
     if ref.get("controller") is True:
@@ -97,26 +100,26 @@ def _check_owner_references(errs, refs):
 
 def check_node_selector(errs, path, selector):
   """core/v1 NodeSelector: >= 1 term, each with valid requirements."""
-  selector = _d(selector)
-  terms = _l(selector.get("nodeSelectorTerms"))
+  selector = as_dict(selector)
+  terms = as_list(selector.get("nodeSelectorTerms"))
   terms_path = path + ".nodeSelectorTerms"
   if not terms:
     kf.required(errs, terms_path, "must have at least one node selector term")
   for i, term in enumerate(terms):
-    term = _d(term)
+    term = as_dict(term)
     term_path = "%s[%d]" % (terms_path, i)
-    for j, req in enumerate(_l(term.get("matchExpressions"))):
+    for j, req in enumerate(as_list(term.get("matchExpressions"))):
       _check_requirement(errs, "%s.matchExpressions[%d]" % (term_path, j),
-                         _d(req), fields=False)
-    for j, req in enumerate(_l(term.get("matchFields"))):
+                         as_dict(req), fields=False)
+    for j, req in enumerate(as_list(term.get("matchFields"))):
       _check_requirement(errs, "%s.matchFields[%d]" % (term_path, j),
-                         _d(req), fields=True)
+                         as_dict(req), fields=True)
 
 
 def _check_requirement(errs, path, req, fields):
-  key = _s(req.get("key")) or ""
-  operator = _s(req.get("operator")) or ""
-  values = _l(req.get("values"))
+  key = as_str(req.get("key")) or ""
+  operator = as_str(req.get("operator")) or ""
+  values = as_list(req.get("values"))
   if fields:
     if key != "metadata.name":
       kf.invalid(errs, path + ".key", key, "not a valid field selector key")

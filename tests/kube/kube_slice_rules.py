@@ -13,8 +13,8 @@ checked with the schema. Safe from any thread.
 
 import kube_fields as kf
 import kube_meta
-from kube_dra_common import (as_dict, as_list, check_immutable,
-                             check_unique_names)
+from kube_dra_common import check_immutable, check_unique_names
+from kube_meta import as_dict, as_list
 import kube_dra_common as common
 
 _ATTR_KINDS = ("bool", "int", "string", "version")
