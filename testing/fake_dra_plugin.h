@@ -75,31 +75,39 @@ class FakeDraPlugin {
   // progress get 1 s), and removes its file.
   void StopEndpoint();
 
+  // What GetInfo answers from now on, and what it answers now.
   void SetInfo(const pluginregistration::PluginInfo& info);
   pluginregistration::PluginInfo info();
   // The next `times` GetInfo calls fail with `error`.
   void FailGetInfo(int times, const grpc::Status& error);
+  // GetInfo calls so far, failed ones included.
   int get_info_calls();
   // Waits for the next NotifyRegistrationStatus not yet returned by this
   // function; nullopt after `timeout`.
   std::optional<pluginregistration::RegistrationStatus> WaitForNotify(
       absl::Duration timeout = absl::Seconds(20));
 
+  // NodePrepareResources answers `answer` for claim `uid` from now on.
   void SetPrepareAnswer(
       const std::string& uid,
       const dpctl::drav1::NodePrepareResourceResponse& answer);
+  // NodeUnprepareResources answers `error` for claim `uid` from now on.
   void SetUnprepareError(const std::string& uid, const std::string& error);
+  // Both calls leave claim `uid` out of their answers from now on.
   void Omit(const std::string& uid);
   // Prepare and unprepare fail with `error` while it is not OK.
   void SetCallError(const grpc::Status& error);
   // Every prepare and unprepare call so far, in order.
   std::vector<Call> calls();
 
+  // Sends `message` on every open health stream, and first on later ones.
   void SendHealth(const v1alpha1::NodeWatchResourcesResponse& message);
+  // Ends the health streams open now with OK.
   void EndHealthStreams();
   // Waits until at least `n` health streams were opened in all.
   bool WaitForHealthStreams(int n, absl::Duration timeout = absl::Seconds(20));
 
+  // The two socket paths given to the constructor.
   const std::string& registration_socket() const { return registration_; }
   const std::string& endpoint_socket() const { return endpoint_; }
 

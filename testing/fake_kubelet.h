@@ -43,6 +43,7 @@ class FakeKubelet final : public v1beta1::Registration::Service {
   int registered(const std::string& resource) ABSL_LOCKS_EXCLUDED(mu_);
   // The latest Register request (empty before the first).
   v1beta1::RegisterRequest last() ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether later Register calls are accepted.
   void set_accept(bool accept) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Blocks until at least `n` registrations completed or `timeout` passed;

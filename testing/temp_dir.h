@@ -21,6 +21,7 @@ class TempDir {
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
 
+  // The directory (absolute when $TMPDIR is).
   const std::filesystem::path& path() const { return path_; }
   // path() / name, as a string.
   std::string File(const std::string& name) const {
