@@ -22,14 +22,10 @@ void PrintJson(const Json& json, std::ostream& out) {
 // A client of config.socket, or null after printing why not.
 std::shared_ptr<PluginClient> Connect(const ClientConfig& config,
                                       std::ostream& out, std::ostream& err) {
-  PluginClient::DialOptions options;
-  options.connect_timeout = config.timeout;
-  options.rpc_timeout = config.timeout;
-  options.fail_fast = true;
-  absl::StatusOr<std::shared_ptr<PluginClient>> client =
-      PluginClient::Dial(config.socket, options);
-  if (client.ok()) return *std::move(client);
-  PrintClientError(config.format, client.status(), out, err);
+  auto client = std::make_shared<PluginClient>(config.socket, config.timeout);
+  absl::Status status = client->Connect(config.timeout, /*fail_fast=*/true);
+  if (status.ok()) return client;
+  PrintClientError(config.format, status, out, err);
   return nullptr;
 }
 

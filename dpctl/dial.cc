@@ -30,6 +30,19 @@ std::string StateName(grpc_connectivity_state state) {
   return "UNKNOWN";
 }
 
+std::shared_ptr<grpc::Channel> OpenChannel(const std::string& target) {
+  grpc::ChannelArguments args;
+  // Channels to one target would otherwise share a connection and its
+  // reconnect backoff, so a plugin that restarted on the same path could be
+  // seen late.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
 }  // namespace
 
 std::string UnixTarget(const std::string& socket_path) {
@@ -48,52 +61,65 @@ absl::Status FromGrpc(const grpc::Status& status) {
                       status.error_message());
 }
 
-std::shared_ptr<grpc::Channel> OpenChannel(const std::string& target) {
-  grpc::ChannelArguments args;
-  // Channels to one target would otherwise share a connection and its
-  // reconnect backoff, so a plugin that restarted on the same path could be
-  // seen late.
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
-                                   args);
-}
+SocketClient::SocketClient(const std::string& socket_path)
+    : target_(UnixTarget(socket_path)), channel_(OpenChannel(target_)) {}
 
-absl::Status AwaitConnected(grpc::Channel& channel, const std::string& target,
-                            const ConnectWait& wait) {
-  if (wait.fail_fast && absl::StartsWith(target, "unix:")) {
-    const std::string path = target.substr(absl::string_view("unix:").size());
+absl::Status SocketClient::Connect(absl::Duration timeout, bool fail_fast) {
+  if (fail_fast && absl::StartsWith(target_, "unix:")) {
+    const std::string path = target_.substr(absl::string_view("unix:").size());
     struct stat st;
     if (stat(path.c_str(), &st) != 0) {
       return absl::UnavailableError(
-          absl::StrCat("cannot connect to ", target, ": no such socket"));
+          absl::StrCat("cannot connect to ", target_, ": no such socket"));
     }
   }
-  const absl::Time deadline = absl::Now() + wait.timeout;
-  grpc_connectivity_state state = channel.GetState(/*try_to_connect=*/true);
+  const absl::Time deadline = absl::Now() + timeout;
+  grpc_connectivity_state state = channel_->GetState(/*try_to_connect=*/true);
   while (state != GRPC_CHANNEL_READY) {
-    if (wait.fail_fast && state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
-      return absl::UnavailableError(absl::StrCat("cannot connect to ", target));
+    if (fail_fast && state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot connect to ", target_));
     }
-    if (wait.cancelled && wait.cancelled()) {
+    if (cancelled()) {
       return absl::CancelledError(
-          absl::StrCat("gave up connecting to ", target));
+          absl::StrCat("gave up connecting to ", target_));
     }
     const absl::Time now = absl::Now();
     if (now >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
-          "cannot connect to ", target, " within ",
-          absl::FormatDuration(wait.timeout),
-          wait.name_state ? absl::StrCat(" (channel ", StateName(state), ")")
-                          : ""));
+          "cannot connect to ", target_, " within ",
+          absl::FormatDuration(timeout), " (channel ", StateName(state), ")"));
     }
-    channel.WaitForStateChange(
+    channel_->WaitForStateChange(
         state, absl::ToChronoTime(std::min(deadline, now + kPollInterval)));
-    state = channel.GetState(/*try_to_connect=*/true);
+    state = channel_->GetState(/*try_to_connect=*/true);
   }
   return absl::OkStatus();
+}
+
+bool SocketClient::Track(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  if (cancelled_) return false;
+  active_.insert(context);
+  return true;
+}
+
+void SocketClient::Untrack(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  active_.erase(context);
+}
+
+void SocketClient::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  // Contexts are untracked under mu_ before they are destroyed, so each one
+  // here is alive.
+  for (grpc::ClientContext* context : active_) context->TryCancel();
+}
+
+bool SocketClient::cancelled() {
+  absl::MutexLock lock(&mu_);
+  return cancelled_;
 }
 
 }  // namespace gdp::dpctl

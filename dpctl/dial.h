@@ -1,14 +1,17 @@
-// Channels to plugin sockets, shared by PluginClient (device plugins) and
-// DraClient (DRA plugins): the gRPC target of a socket path, a channel
-// with the settings both use, and the wait for its connection.
+// What PluginClient (device plugins) and DraClient (DRA plugins) share: a
+// channel to one plugin socket, the wait for its connection, and the calls
+// in progress on it, so that Cancel can reach them.
 #ifndef GDP_DPCTL_DIAL_H_
 #define GDP_DPCTL_DIAL_H_
 
-#include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 
@@ -23,32 +26,95 @@ std::string UnixTarget(const std::string& socket_path);
 // absl::Status with the same code and message as `status`.
 absl::Status FromGrpc(const grpc::Status& status);
 
-// An insecure channel to `target` (UnixTarget's form) with a subchannel
-// pool of its own and reconnect backoff from 100 ms to 1 s, so that a
-// plugin restarted on the same path is seen soon. Connects lazily.
-std::shared_ptr<grpc::Channel> OpenChannel(const std::string& target);
+// Thread-safe: calls may run concurrently from several threads.
+class SocketClient {
+ public:
+  SocketClient(const SocketClient&) = delete;
+  SocketClient& operator=(const SocketClient&) = delete;
 
-struct ConnectWait {
-  // How long AwaitConnected waits.
-  absl::Duration timeout = absl::Seconds(10);
-  // Fail at the first failed connection attempt (and at once when the
-  // socket file of a "unix:" target is missing) instead of retrying until
-  // `timeout`.
-  bool fail_fast = false;
-  // Polled every 100 ms while waiting; AwaitConnected gives up when it
-  // returns true. May be empty.
-  std::function<bool()> cancelled;
-  // The DEADLINE_EXCEEDED message ends in " (channel <STATE>)", the
-  // channel's last connectivity state.
-  bool name_state = false;
+  // Blocks until the connection is up. Fails with UNAVAILABLE "cannot
+  // connect to <target>[: no such socket]" with `fail_fast` (at the first
+  // failed connection attempt, and at once when the socket file of a
+  // "unix:" target is missing), CANCELLED "gave up connecting to <target>"
+  // after Cancel, or DEADLINE_EXCEEDED "cannot connect to <target> within
+  // <timeout> (channel <STATE>)".
+  absl::Status Connect(absl::Duration timeout, bool fail_fast = false);
+
+  // Makes calls in progress, Connect, and every later call fail with
+  // CANCELLED. Idempotent.
+  void Cancel();
+
+  // UnixTarget of the socket.
+  const std::string& target() const { return target_; }
+
+ protected:
+  // An insecure channel to `socket_path` (a path, or a "unix:" target)
+  // with a subchannel pool of its own and reconnect backoff from 100 ms to
+  // 1 s, so that a plugin restarted on the same path is seen soon.
+  // Connects lazily: the first call, or Connect, opens the connection.
+  explicit SocketClient(const std::string& socket_path);
+  ~SocketClient() = default;
+
+  // Runs one unary call, `call(context, response)`, with a deadline
+  // `timeout` from now, tracked for Cancel. Fails with the call's status,
+  // or with CANCELLED when already cancelled.
+  template <typename Response, typename Call>
+  absl::StatusOr<Response> Unary(absl::Duration timeout, Call call) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    if (!Track(&context)) return absl::CancelledError("connection closed");
+    Response response;
+    grpc::Status status = call(&context, &response);
+    Untrack(&context);
+    if (!status.ok()) return FromGrpc(status);
+    return response;
+  }
+
+  // Reads the server stream that `open(context)` opens (a
+  // std::unique_ptr<grpc::ClientReader<Message>>), calling `on_message`
+  // for each message, until the stream ends, `on_message` returns false,
+  // `deadline` passes or Cancel is called. Returns the stream's final
+  // status: OK when the plugin ended it, CANCELLED when stopped by
+  // `on_message` or Cancel, DEADLINE_EXCEEDED at `deadline`. Blocks the
+  // calling thread for the whole stream.
+  template <typename Message, typename Open, typename OnMessage>
+  absl::Status ReadStream(absl::Time deadline, Open open,
+                          OnMessage on_message) {
+    grpc::ClientContext context;
+    if (deadline != absl::InfiniteFuture()) {
+      context.set_deadline(absl::ToChronoTime(deadline));
+    }
+    if (!Track(&context)) return absl::CancelledError("connection closed");
+    std::unique_ptr<grpc::ClientReader<Message>> reader = open(&context);
+    Message message;
+    bool stopped = false;
+    while (reader->Read(&message)) {
+      if (!stopped && !on_message(message)) {
+        stopped = true;
+        context.TryCancel();
+      }
+    }
+    grpc::Status status = reader->Finish();
+    Untrack(&context);
+    if (stopped) return absl::CancelledError("stopped by the reader");
+    return FromGrpc(status);
+  }
+
+  const std::string target_;
+  const std::shared_ptr<grpc::Channel> channel_;
+
+ private:
+  // Registers `context` so Cancel can reach it; false (nothing registered)
+  // when already cancelled. `context` must be untracked before it is
+  // destroyed.
+  bool Track(grpc::ClientContext* context);
+  void Untrack(grpc::ClientContext* context);
+  bool cancelled();
+
+  absl::Mutex mu_;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<grpc::ClientContext*> active_ ABSL_GUARDED_BY(mu_);
 };
-
-// Blocks until `channel` (to `target`) is connected. Fails with
-// UNAVAILABLE "cannot connect to <target>[: no such socket]" (fail_fast),
-// CANCELLED "gave up connecting to <target>", or DEADLINE_EXCEEDED
-// "cannot connect to <target> within <timeout>".
-absl::Status AwaitConnected(grpc::Channel& channel, const std::string& target,
-                            const ConnectWait& wait);
 
 }  // namespace gdp::dpctl
 

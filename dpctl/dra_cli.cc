@@ -22,11 +22,8 @@ constexpr absl::Duration kConnectTimeout = absl::Seconds(10);
 std::shared_ptr<DraClient> Connect(const DraClientConfig& config,
                                    absl::Duration timeout, std::ostream& out,
                                    std::ostream& err) {
-  std::shared_ptr<DraClient> client = DraClient::Open(config.socket);
-  DraClient::ConnectOptions options;
-  options.timeout = timeout;
-  options.fail_fast = true;
-  if (absl::Status s = client->Connect(options); !s.ok()) {
+  auto client = std::make_shared<DraClient>(config.socket);
+  if (absl::Status s = client->Connect(timeout, /*fail_fast=*/true); !s.ok()) {
     PrintClientError(config.format, s, out, err);
     return nullptr;
   }

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "dial.h"
 
 namespace gdp::dpctl {
 namespace {
@@ -53,35 +52,12 @@ std::string ClaimRefText(const ClaimRef& claim) {
   return absl::StrCat(claim.ns, "/", claim.name, "/", claim.uid);
 }
 
-std::shared_ptr<DraClient> DraClient::Open(const std::string& socket_path) {
-  const std::string target = UnixTarget(socket_path);
-  return std::shared_ptr<DraClient>(new DraClient(target, OpenChannel(target)));
-}
-
-DraClient::DraClient(std::string target, std::shared_ptr<grpc::Channel> channel)
-    : target_(std::move(target)),
-      channel_(std::move(channel)),
+DraClient::DraClient(const std::string& socket_path)
+    : SocketClient(socket_path),
       registration_(pluginregistration::Registration::NewStub(channel_)),
       v1_(drav1::DRAPlugin::NewStub(channel_)),
       v1beta1_(drav1beta1::DRAPlugin::NewStub(channel_)),
       health_(v1alpha1::DRAResourceHealth::NewStub(channel_)) {}
-
-absl::Status DraClient::Connect(const ConnectOptions& options) {
-  ConnectWait wait;
-  wait.timeout = options.timeout;
-  wait.fail_fast = options.fail_fast;
-  wait.cancelled = [this, &options] {
-    return calls_.cancelled() || (options.cancelled && options.cancelled());
-  };
-  return AwaitConnected(*channel_, target_, wait);
-}
-
-void DraClient::Cancel() { calls_.Cancel(); }
-
-template <typename Response, typename Call>
-absl::StatusOr<Response> DraClient::Unary(absl::Duration timeout, Call call) {
-  return calls_.Unary<Response>(timeout, "connection closed", call);
-}
 
 absl::StatusOr<pluginregistration::PluginInfo> DraClient::GetInfo(
     absl::Duration timeout) {
@@ -153,18 +129,16 @@ absl::Status DraClient::WatchHealth(
     absl::FunctionRef<void(const v1alpha1::NodeWatchResourcesResponse&)>
         on_message,
     absl::Time deadline) {
-  grpc::ClientContext context;
-  if (!calls_.TrackStream(&context, deadline)) {
-    return absl::CancelledError("connection closed");
-  }
-  std::unique_ptr<grpc::ClientReader<v1alpha1::NodeWatchResourcesResponse>>
-      reader = health_->NodeWatchResources(
-          &context, v1alpha1::NodeWatchResourcesRequest());
-  v1alpha1::NodeWatchResourcesResponse message;
-  while (reader->Read(&message)) on_message(message);
-  grpc::Status status = reader->Finish();
-  calls_.Untrack(&context);
-  return FromGrpc(status);
+  return ReadStream<v1alpha1::NodeWatchResourcesResponse>(
+      deadline,
+      [this](grpc::ClientContext* context) {
+        return health_->NodeWatchResources(
+            context, v1alpha1::NodeWatchResourcesRequest());
+      },
+      [&](const v1alpha1::NodeWatchResourcesResponse& message) {
+        on_message(message);
+        return true;
+      });
 }
 
 }  // namespace gdp::dpctl

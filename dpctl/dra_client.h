@@ -4,7 +4,6 @@
 #ifndef GDP_DPCTL_DRA_CLIENT_H_
 #define GDP_DPCTL_DRA_CLIENT_H_
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,11 +13,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "call_tracker.h"
+#include "dial.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "drahealth/v1alpha1/api.grpc.pb.h"
-#include "grpcpp/grpcpp.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
 namespace gdp::dpctl {
@@ -62,26 +60,11 @@ To ConvertDraMessage(const From& from) {
 }
 
 // Thread-safe: calls may run concurrently from several threads.
-class DraClient {
+class DraClient : public SocketClient {
  public:
-  struct ConnectOptions {
-    // How long Connect waits for the connection.
-    absl::Duration timeout = absl::Seconds(10);
-    // Fail at the first failed connection attempt (and at once when the
-    // socket file is missing) instead of retrying until `timeout`.
-    bool fail_fast = false;
-    // Polled every 100 ms while waiting; Connect gives up when it is true.
-    std::function<bool()> cancelled;
-  };
-
   // A client for the socket at `socket_path` (a path, or a "unix:" target).
   // Connects lazily: the first call, or Connect, opens the connection.
-  static std::shared_ptr<DraClient> Open(const std::string& socket_path);
-
-  // Blocks until the connection is up. Fails with UNAVAILABLE (fail_fast),
-  // DEADLINE_EXCEEDED after the timeout, or CANCELLED; the message names
-  // the target.
-  absl::Status Connect(const ConnectOptions& options);
+  explicit DraClient(const std::string& socket_path);
 
   // Registration.GetInfo with the given deadline.
   absl::StatusOr<pluginregistration::PluginInfo> GetInfo(
@@ -100,30 +83,14 @@ class DraClient {
   absl::StatusOr<drav1::NodeUnprepareResourcesResponse> Unprepare(
       DraApi api, const std::vector<ClaimRef>& claims, absl::Duration timeout);
 
-  // Runs v1alpha1.DRAResourceHealth/NodeWatchResources, calling
-  // `on_message` for each message, until the stream ends, `deadline`
-  // passes or Cancel is called. Returns the stream's final status: OK when
-  // the plugin ended it, CANCELLED after Cancel, DEADLINE_EXCEEDED at
-  // `deadline`. Blocks the calling thread for the whole stream.
+  // Runs v1alpha1.DRAResourceHealth/NodeWatchResources as
+  // SocketClient::ReadStream runs a stream.
   absl::Status WatchHealth(
       absl::FunctionRef<void(const v1alpha1::NodeWatchResourcesResponse&)>
           on_message,
       absl::Time deadline = absl::InfiniteFuture());
 
-  // Makes calls in progress, Connect, and every later call fail with
-  // CANCELLED. Idempotent.
-  void Cancel();
-
-  // "unix:<absolute path>".
-  const std::string& target() const { return target_; }
-
  private:
-  DraClient(std::string target, std::shared_ptr<grpc::Channel> channel);
-
-  // Runs one unary call with a deadline, tracked for Cancel.
-  template <typename Response, typename Call>
-  absl::StatusOr<Response> Unary(absl::Duration timeout, Call call);
-
   // Runs one DRAPlugin call on `api`: `v1` with `request`, or `v1beta1`
   // with its v1beta1 form, whose answer is returned in the v1 form.
   template <typename Request, typename Response, typename BetaRequest,
@@ -136,13 +103,10 @@ class DraClient {
                                                            const BetaRequest&,
                                                            BetaResponse*));
 
-  const std::string target_;
-  const std::shared_ptr<grpc::Channel> channel_;
   const std::unique_ptr<pluginregistration::Registration::Stub> registration_;
   const std::unique_ptr<drav1::DRAPlugin::Stub> v1_;
   const std::unique_ptr<drav1beta1::DRAPlugin::Stub> v1beta1_;
   const std::unique_ptr<v1alpha1::DRAResourceHealth::Stub> health_;
-  CallTracker calls_;
 };
 
 }  // namespace gdp::dpctl

@@ -38,7 +38,7 @@ void DraPluginManager::SocketCreated(const std::string& path) {
   events_->Emit(PluginFoundEvent(path));
   Attempt& attempt = attempts_.emplace_back();
   attempt.socket = path;
-  attempt.client = DraClient::Open(path);
+  attempt.client = std::make_shared<DraClient>(path);
   attempt.thread = std::thread(&DraPluginManager::Register, this, &attempt);
 }
 
@@ -80,12 +80,10 @@ bool DraPluginManager::Backoff(Attempt* attempt, absl::Duration d) {
 
 std::optional<pluginregistration::PluginInfo> DraPluginManager::GetInfo(
     Attempt* attempt) {
-  DraClient::ConnectOptions connect;
-  connect.timeout = options_.dial_timeout;
   absl::Duration backoff = options_.initial_backoff;
   for (int i = 1;; ++i) {
     const char* step = "dial";
-    absl::Status status = attempt->client->Connect(connect);
+    absl::Status status = attempt->client->Connect(options_.dial_timeout);
     if (status.ok()) {
       step = "GetInfo";
       absl::StatusOr<pluginregistration::PluginInfo> info =
@@ -135,7 +133,7 @@ void DraPluginManager::Register(Attempt* attempt) {
         r->endpoint = report.endpoint;
         r->api = *report.api;
         r->health = report.health;
-        r->client = DraClient::Open(report.endpoint);
+        r->client = std::make_shared<DraClient>(report.endpoint);
         registrations_.push_back(r);
         registered = true;
         // Emitted under mu_ so that a deregistered event cannot come first.

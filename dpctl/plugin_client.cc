@@ -1,40 +1,13 @@
 #include "plugin_client.h"
 
-#include <utility>
-
 namespace gdp::dpctl {
 
-absl::StatusOr<std::shared_ptr<PluginClient>> PluginClient::Dial(
-    const std::string& socket_path, const DialOptions& options) {
-  const std::string target = UnixTarget(socket_path);
-  std::shared_ptr<grpc::Channel> channel = OpenChannel(target);
-  ConnectWait wait;
-  wait.timeout = options.connect_timeout;
-  wait.fail_fast = options.fail_fast;
-  wait.cancelled = options.cancelled;
-  wait.name_state = true;
-  if (absl::Status s = AwaitConnected(*channel, target, wait); !s.ok()) {
-    return s;
-  }
-  return std::shared_ptr<PluginClient>(
-      new PluginClient(target, std::move(channel), options.rpc_timeout));
-}
-
-PluginClient::PluginClient(std::string target,
-                           std::shared_ptr<grpc::Channel> channel,
+PluginClient::PluginClient(const std::string& socket_path,
                            absl::Duration rpc_timeout)
-    : target_(std::move(target)),
-      channel_(std::move(channel)),
+    : SocketClient(socket_path),
       stub_(v1beta1::DevicePlugin::NewStub(channel_)),
       status_stub_(status::v1::DeviceStatus::NewStub(channel_)),
       rpc_timeout_(rpc_timeout) {}
-
-void PluginClient::Cancel() { calls_.Cancel(); }
-
-template <typename Response, typename Call>
-absl::StatusOr<Response> PluginClient::Unary(Call call) {
-  return calls_.Unary<Response>(rpc_timeout_, "plugin connection closed", call);
-}
 
 absl::StatusOr<v1beta1::DevicePluginOptions>
 PluginClient::GetDevicePluginOptions() {
@@ -84,27 +57,12 @@ absl::StatusOr<status::v1::ListResponse> PluginClient::ListStatus() {
 absl::Status PluginClient::ListAndWatch(
     absl::FunctionRef<bool(const v1beta1::ListAndWatchResponse&)> on_message,
     absl::Time deadline) {
-  grpc::ClientContext context;
-  if (!calls_.TrackStream(&context, deadline)) {
-    return absl::CancelledError("plugin connection closed");
-  }
-  std::unique_ptr<grpc::ClientReader<v1beta1::ListAndWatchResponse>> reader =
-      stub_->ListAndWatch(&context, v1beta1::Empty());
-  v1beta1::ListAndWatchResponse message;
-  bool stopped = false;
-  while (reader->Read(&message)) {
-    if (!on_message(message)) {
-      stopped = true;
-      context.TryCancel();
-      while (reader->Read(&message)) {
-      }
-      break;
-    }
-  }
-  grpc::Status status = reader->Finish();
-  calls_.Untrack(&context);
-  if (stopped) return absl::CancelledError("stopped by the reader");
-  return FromGrpc(status);
+  return ReadStream<v1beta1::ListAndWatchResponse>(
+      deadline,
+      [this](grpc::ClientContext* context) {
+        return stub_->ListAndWatch(context, v1beta1::Empty());
+      },
+      on_message);
 }
 
 }  // namespace gdp::dpctl

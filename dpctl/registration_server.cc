@@ -125,43 +125,38 @@ absl::Status RegistrationServer::Register(
 
   // The kubelet joins the endpoint to its directory and dials it before
   // answering, blocking until connected.
-  const std::string endpoint =
-      (fs::path(options_.dir) / request.endpoint()).string();
-  PluginClient::DialOptions dial;
-  dial.connect_timeout = options_.dial_timeout;
-  dial.rpc_timeout = options_.rpc_timeout;
-  dial.cancelled = [this] { return stopping(); };
-  absl::StatusOr<std::shared_ptr<PluginClient>> client =
-      PluginClient::Dial(endpoint, dial);
-  if (!client.ok()) {
-    return Refuse(request,
-                  absl::Status(client.status().code(),
-                               absl::StrCat("cannot dial plugin: ",
-                                            client.status().message())));
-  }
+  auto client = std::make_shared<PluginClient>(
+      (fs::path(options_.dir) / request.endpoint()).string(),
+      options_.rpc_timeout);
   {
+    // Shutdown cancels the dialed clients, and so their Connect.
     absl::MutexLock lock(&mu_);
     if (stopping_) {
-      (*client)->Cancel();
       return Refuse(request,
                     absl::UnavailableError("the kubelet is shutting down"));
     }
-    dialed_.insert(*client);
+    dialed_.insert(client);
   }
+  absl::Status dialed = client->Connect(options_.dial_timeout);
   absl::StatusOr<v1beta1::DevicePluginOptions> options =
-      (*client)->GetDevicePluginOptions();
+      dialed.ok() ? client->GetDevicePluginOptions() : dialed;
 
   absl::MutexLock lock(&mu_);
-  dialed_.erase(*client);
+  dialed_.erase(client);
+  if (!dialed.ok()) {
+    return Refuse(request, absl::Status(dialed.code(),
+                                        absl::StrCat("cannot dial plugin: ",
+                                                     dialed.message())));
+  }
   if (!options.ok()) {
-    (*client)->Cancel();
+    client->Cancel();
     return Refuse(request,
                   absl::Status(options.status().code(),
                                absl::StrCat("GetDevicePluginOptions failed: ",
                                             StatusText(options.status()))));
   }
   if (stopping_) {
-    (*client)->Cancel();
+    client->Cancel();
     return Refuse(request,
                   absl::UnavailableError("the kubelet is shutting down"));
   }
@@ -176,14 +171,14 @@ absl::Status RegistrationServer::Register(
   }
   events_->Emit(RegisterEvent(request, absl::OkStatus()));
   events_->Emit(OptionsEvent(resource, *options));
-  const uint64_t generation = manager_->AddPlugin(resource, *options, *client);
+  const uint64_t generation = manager_->AddPlugin(resource, *options, client);
   if (generation == 0) {
     return absl::UnavailableError("the kubelet is shutting down");
   }
   Follower& follower = followers_.emplace_back();
-  follower.client = *client;
+  follower.client = client;
   follower.thread = std::thread(&RegistrationServer::Follow, this, &follower,
-                                *client, resource, generation);
+                                client, resource, generation);
   return absl::OkStatus();
 }
 
