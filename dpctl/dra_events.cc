@@ -3,16 +3,24 @@
 #include <algorithm>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "json_fields.h"
 
 namespace gdp::dpctl {
 namespace {
 
-Json Base(absl::string_view event, absl::string_view driver) {
-  return EventHead(event, "driver", driver);
+int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+
+Json Base(absl::string_view event, absl::string_view driver,
+          const Json& fields) {
+  return EventJson(event, "driver", driver, fields);
 }
 
-int64_t Millis(absl::Duration d) { return absl::ToInt64Milliseconds(d); }
+// `j` with "retry_in_ms" when `retry_in` is given.
+Json WithRetry(Json j, std::optional<absl::Duration> retry_in) {
+  if (retry_in.has_value()) j["retry_in_ms"] = Millis(*retry_in);
+  return j;
+}
 
 // The UIDs of the answer in the order the event lists them: the asked ones
 // it has, in request order, then the others sorted. Appends the asked ones
@@ -45,17 +53,16 @@ template <typename Map, typename ClaimJson>
 Json ClaimsEvent(absl::string_view event, absl::string_view driver, DraApi api,
                  const std::vector<ClaimRef>& asked, const Map& answer,
                  absl::Duration elapsed, ClaimJson claim_json) {
-  Json j = Base(event, driver);
-  j["api"] = ApiName(api);
   Json missing = Json::array();
   Json claims = Json::object();
   for (const std::string& uid : ClaimOrder(asked, answer, &missing)) {
     claims[uid] = claim_json(answer.at(uid));
   }
-  j["claims"] = claims;
-  j["missing"] = missing;
-  j["elapsed_ms"] = Millis(elapsed);
-  return j;
+  return Base(event, driver,
+              {{"api", ApiName(api)},
+               {"claims", claims},
+               {"missing", missing},
+               {"elapsed_ms", Millis(elapsed)}});
 }
 
 }  // namespace
@@ -72,53 +79,47 @@ std::string HealthName(v1alpha1::HealthStatus health) {
 }
 
 Json DraListeningEvent(absl::string_view dir) {
-  Json j = Base("listening", "");
-  j["dir"] = std::string(dir);
-  return j;
+  return Base("listening", "", {{"dir", std::string(dir)}});
 }
 
 Json PluginFoundEvent(absl::string_view socket) {
-  Json j = Base("plugin_found", "");
-  j["socket"] = std::string(socket);
-  return j;
+  return Base("plugin_found", "", {{"socket", std::string(socket)}});
 }
 
 Json PluginErrorEvent(absl::string_view socket, absl::string_view step,
                       absl::string_view error,
                       std::optional<absl::Duration> retry_in) {
-  Json j = Base("plugin_error", "");
-  j["socket"] = std::string(socket);
-  j["step"] = std::string(step);
-  j["error"] = std::string(error);
-  if (retry_in.has_value()) j["retry_in_ms"] = Millis(*retry_in);
-  return j;
+  return WithRetry(Base("plugin_error", "",
+                        {{"socket", std::string(socket)},
+                         {"step", std::string(step)},
+                         {"error", std::string(error)}}),
+                   retry_in);
 }
 
 Json RegisteredEvent(const RegistrationReport& r) {
-  Json j = Base("registered", "");
-  j["socket"] = r.socket;
-  // Always present, even when empty, so a refused empty name shows.
-  j["driver"] = r.driver;
-  j["endpoint"] = r.endpoint;
-  j["versions"] = JsonStrings(r.versions);
-  j["api"] = r.api.has_value() ? ApiName(*r.api) : "";
-  j["health"] = r.health;
-  j["ok"] = r.error.empty();
+  // "driver" is always present, even when empty, so a refused empty name
+  // shows.
+  Json j = Base("registered", "",
+                {{"socket", r.socket},
+                 {"driver", r.driver},
+                 {"endpoint", r.endpoint},
+                 {"versions", JsonStrings(r.versions)},
+                 {"api", r.api.has_value() ? ApiName(*r.api) : ""},
+                 {"health", r.health},
+                 {"ok", r.error.empty()}});
   if (!r.error.empty()) j["error"] = r.error;
   return j;
 }
 
 Json DeregisteredEvent(absl::string_view driver, absl::string_view endpoint,
                        absl::string_view socket) {
-  Json j = Base("deregistered", driver);
-  j["endpoint"] = std::string(endpoint);
-  j["socket"] = std::string(socket);
-  return j;
+  return Base(
+      "deregistered", driver,
+      {{"endpoint", std::string(endpoint)}, {"socket", std::string(socket)}});
 }
 
 Json HealthEvent(absl::string_view driver,
                  const v1alpha1::NodeWatchResourcesResponse& response) {
-  Json j = Base("health", driver);
   Json devices = Json::array();
   for (const v1alpha1::DeviceHealth& d : response.devices()) {
     devices.push_back({{"pool", d.device().pool_name()},
@@ -128,17 +129,15 @@ Json HealthEvent(absl::string_view driver,
                        {"timeout_seconds", d.health_check_timeout_seconds()},
                        {"message", d.message()}});
   }
-  j["devices"] = devices;
-  return j;
+  return Base("health", driver, {{"devices", devices}});
 }
 
 Json HealthStreamEndedEvent(absl::string_view driver,
                             const absl::Status& status,
                             std::optional<absl::Duration> retry_in) {
-  Json j = Base("health_stream_ended", driver);
-  j["error"] = status.ok() ? std::string("EOF") : StatusText(status);
-  if (retry_in.has_value()) j["retry_in_ms"] = Millis(*retry_in);
-  return j;
+  return WithRetry(Base("health_stream_ended", driver,
+                        {{"error", status.ok() ? "EOF" : StatusText(status)}}),
+                   retry_in);
 }
 
 Json PrepareEvent(absl::string_view driver, DraApi api,
@@ -175,16 +174,14 @@ Json UnprepareEvent(absl::string_view driver, DraApi api,
 Json CallFailedEvent(absl::string_view call, absl::string_view driver,
                      DraApi api, const absl::Status& status,
                      absl::Duration elapsed) {
-  Json j = Base(std::string(call) + "_failed", driver);
-  j["api"] = ApiName(api);
-  j["code"] = CodeName(status.code());
-  j["message"] = std::string(status.message());
-  j["elapsed_ms"] = Millis(elapsed);
-  return j;
+  return Base(absl::StrCat(call, "_failed"), driver,
+              {{"api", ApiName(api)},
+               {"code", CodeName(status.code())},
+               {"message", std::string(status.message())},
+               {"elapsed_ms", Millis(elapsed)}});
 }
 
 Json DriversEvent(const std::vector<DriverReport>& drivers) {
-  Json j = Base("drivers", "");
   Json list = Json::array();
   for (const DriverReport& d : drivers) {
     list.push_back({{"driver", d.driver},
@@ -194,19 +191,18 @@ Json DriversEvent(const std::vector<DriverReport>& drivers) {
                     {"health", d.health},
                     {"in_use", d.in_use}});
   }
-  j["drivers"] = list;
-  return j;
+  return Base("drivers", "", {{"drivers", list}});
 }
 
 Json InfoEvent(absl::string_view socket,
                const pluginregistration::PluginInfo& info,
                const RegistrationReport& report) {
-  Json j = Base("info", "");
-  j["socket"] = std::string(socket);
-  j["type"] = info.type();
-  j["name"] = info.name();
-  j["endpoint"] = info.endpoint();
-  j["versions"] = JsonStrings(info.supported_versions());
+  Json j = Base("info", "",
+                {{"socket", std::string(socket)},
+                 {"type", info.type()},
+                 {"name", info.name()},
+                 {"endpoint", info.endpoint()},
+                 {"versions", JsonStrings(info.supported_versions())}});
   if (report.error.empty() && report.api.has_value()) {
     j["api"] = ApiName(*report.api);
     j["health"] = report.health;

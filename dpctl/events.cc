@@ -8,8 +8,19 @@
 namespace gdp::dpctl {
 namespace {
 
-Json Base(absl::string_view event, absl::string_view resource) {
-  return EventHead(event, "resource", resource);
+Json Base(absl::string_view event, absl::string_view resource,
+          const Json& fields) {
+  return EventJson(event, "resource", resource, fields);
+}
+
+// "devices": `list`, "total": its size, "healthy": how many are Healthy.
+Json DeviceList(absl::string_view event, absl::string_view resource,
+                const Json& list) {
+  int healthy = 0;
+  for (const Json& d : list) healthy += JsonStr(d, "health") == kHealthy;
+  return Base(
+      event, resource,
+      {{"devices", list}, {"total", list.size()}, {"healthy", healthy}});
 }
 
 }  // namespace
@@ -90,30 +101,28 @@ Json ContainerResponseJson(const v1beta1::ContainerAllocateResponse& r) {
 }
 
 Json ListeningEvent(absl::string_view socket) {
-  Json j = Base("listening", "");
-  j["socket"] = std::string(socket);
-  return j;
+  return Base("listening", "", {{"socket", std::string(socket)}});
 }
 
 Json RegisterEvent(const v1beta1::RegisterRequest& request,
                    const absl::Status& result) {
-  Json j = Base("register", "");
-  // Always present, even when empty, so a refused empty name shows.
-  j["resource"] = request.resource_name();
-  j["endpoint"] = request.endpoint();
-  j["version"] = request.version();
-  j["ok"] = result.ok();
+  // "resource" is always present, even when empty, so a refused empty name
+  // shows.
+  Json j = Base("register", "",
+                {{"resource", request.resource_name()},
+                 {"endpoint", request.endpoint()},
+                 {"version", request.version()},
+                 {"ok", result.ok()}});
   if (!result.ok()) j["error"] = std::string(result.message());
   return j;
 }
 
 Json OptionsEvent(absl::string_view resource,
                   const v1beta1::DevicePluginOptions& options) {
-  Json j = Base("options", resource);
-  j["pre_start_required"] = options.pre_start_required();
-  j["get_preferred_allocation_available"] =
-      options.get_preferred_allocation_available();
-  return j;
+  return Base("options", resource,
+              {{"pre_start_required", options.pre_start_required()},
+               {"get_preferred_allocation_available",
+                options.get_preferred_allocation_available()}});
 }
 
 Json DevicesEvent(absl::string_view resource,
@@ -124,9 +133,7 @@ Json DevicesEvent(absl::string_view resource,
   if (status != nullptr) {
     for (const status::v1::Device& d : status->devices()) known[d.id()] = &d;
   }
-  Json j = Base("devices", resource);
   Json list = Json::array();
-  int healthy = 0;
   for (const v1beta1::Device& d : devices) {
     std::optional<std::string> reason;
     if (status != nullptr) {
@@ -136,96 +143,73 @@ Json DevicesEvent(absl::string_view resource,
                    : "";
     }
     list.push_back(DeviceJson(d, reason));
-    if (d.health() == kHealthy) ++healthy;
   }
-  j["devices"] = list;
-  j["total"] = devices.size();
-  j["healthy"] = healthy;
-  return j;
+  return DeviceList("devices", resource, list);
 }
 
 Json StatusEvent(const status::v1::ListResponse& status) {
-  Json j = Base("status", status.resource_name());
   Json list = Json::array();
-  int healthy = 0;
   for (const status::v1::Device& d : status.devices()) {
     list.push_back(StatusDeviceJson(d));
-    if (d.health() == kHealthy) ++healthy;
   }
-  j["devices"] = list;
-  j["total"] = status.devices_size();
-  j["healthy"] = healthy;
-  return j;
+  return DeviceList("status", status.resource_name(), list);
 }
 
 Json StreamClosedEvent(absl::string_view resource, const absl::Status& status) {
-  Json j = Base("stream_closed", resource);
-  j["error"] = status.ok() ? std::string("EOF") : StatusText(status);
-  return j;
+  return Base("stream_closed", resource,
+              {{"error", status.ok() ? "EOF" : StatusText(status)}});
 }
 
 Json PreferredEvent(absl::string_view resource, absl::string_view pod,
                     const std::vector<std::string>& available, int size,
                     const absl::StatusOr<std::vector<std::string>>& answer) {
-  Json j = Base("preferred", resource);
-  j["pod"] = std::string(pod);
-  j["available"] = JsonStrings(available);
-  j["size"] = size;
-  if (answer.ok()) {
-    j["devices"] = JsonStrings(*answer);
-  } else {
-    j["error"] = ErrorJson(answer.status());
-  }
-  return j;
+  return Base("preferred", resource,
+              {{"pod", std::string(pod)},
+               {"available", JsonStrings(available)},
+               {"size", size},
+               answer.ok() ? Json{"devices", JsonStrings(*answer)}
+                           : Json{"error", ErrorJson(answer.status())}});
 }
 
 Json AllocateEvent(
     absl::string_view resource, absl::string_view pod,
     const std::vector<std::string>& devices,
     const absl::StatusOr<v1beta1::ContainerAllocateResponse>& response) {
-  Json j = Base("allocate", resource);
-  j["pod"] = std::string(pod);
-  j["devices"] = JsonStrings(devices);
-  if (response.ok()) {
-    j["response"] = ContainerResponseJson(*response);
-  } else {
-    j["error"] = ErrorJson(response.status());
-  }
-  return j;
+  return Base(
+      "allocate", resource,
+      {{"pod", std::string(pod)},
+       {"devices", JsonStrings(devices)},
+       response.ok() ? Json{"response", ContainerResponseJson(*response)}
+                     : Json{"error", ErrorJson(response.status())}});
 }
 
 Json AllocateFailedEvent(absl::string_view resource, absl::string_view pod,
                          absl::string_view error) {
-  Json j = Base("allocate_failed", resource);
-  j["pod"] = std::string(pod);
-  j["error"] = std::string(error);
-  return j;
+  return Base("allocate_failed", resource,
+              {{"pod", std::string(pod)}, {"error", std::string(error)}});
 }
 
 Json PreStartEvent(absl::string_view resource, absl::string_view pod,
                    const std::vector<std::string>& devices,
                    const absl::Status& result) {
-  Json j = Base("prestart", resource);
-  j["pod"] = std::string(pod);
-  j["devices"] = JsonStrings(devices);
-  j["ok"] = result.ok();
+  Json j = Base("prestart", resource,
+                {{"pod", std::string(pod)},
+                 {"devices", JsonStrings(devices)},
+                 {"ok", result.ok()}});
   if (!result.ok()) j["error"] = ErrorJson(result);
   return j;
 }
 
 Json FreedEvent(absl::string_view pod, absl::string_view resource,
                 const std::vector<std::string>& devices) {
-  Json j = Base("freed", resource);
-  j["pod"] = std::string(pod);
-  j["devices"] = JsonStrings(devices);
-  return j;
+  return Base("freed", resource,
+              {{"pod", std::string(pod)}, {"devices", JsonStrings(devices)}});
 }
 
 Json CommandErrorEvent(absl::string_view command, absl::string_view error) {
-  Json j = Base("command_error", "");
-  j["command"] = std::string(command);
-  j["error"] = std::string(error);
-  return j;
+  return Base(
+      "command_error", "",
+      {{"command", std::string(command)}, {"error", std::string(error)}});
 }
 
 }  // namespace gdp::dpctl

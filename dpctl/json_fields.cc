@@ -7,10 +7,11 @@
 
 namespace gdp::dpctl {
 
-Json EventHead(absl::string_view event, const char* key,
-               absl::string_view value) {
+Json EventJson(absl::string_view event, const char* key,
+               absl::string_view value, const Json& fields) {
   Json j = {{"event", std::string(event)}};
   if (!value.empty()) j[key] = std::string(value);
+  j.update(fields);
   return j;
 }
 

@@ -14,10 +14,10 @@ namespace gdp::dpctl {
 // Keeps fields in insertion order, so "event" comes first in every line.
 using Json = nlohmann::ordered_json;
 
-// {"event":<event>}, plus "<key>":<value> when `value` is not empty: the
-// head of every event object.
-Json EventHead(absl::string_view event, const char* key,
-               absl::string_view value);
+// Every event object: {"event":<event>}, then "<key>":<value> when `value`
+// is not empty, then the fields of `fields` (an object) in their order.
+Json EventJson(absl::string_view event, const char* key,
+               absl::string_view value, const Json& fields);
 
 // A JSON array of the strings in `items` (any range whose items convert to
 // std::string), in order.
