@@ -104,9 +104,9 @@ py=/usr/bin/python3  # Debian's, with python3-cryptography
 $py tests/kube/apiserver.py --dir "$demo/api" >"$demo/api.out" 2>"$demo/api.err" &
 api_pid=$!
 for _ in $(seq 100); do [ -s "$demo/api.out" ] && break; sleep 0.1; done
-kc=($py tests/kube/kube_client.py --kubeconfig "$demo/api/kubeconfig")
+kc=(kubectl --kubeconfig "$demo/api/kubeconfig" --cache-dir "$demo/kube-cache")
 echo '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "demo-node"}}' |
-  "${kc[@]}" create nodes -f - >/dev/null
+  "${kc[@]}" create --validate=false -f - >/dev/null
 LD_LIBRARY_PATH=build/fake_nvml/lib FAKE_NVML_MACHINE="$machine" \
   FAKE_NVML_CONTROL="$demo/control" \
   build/src/gpu-device-plugin --device-api=dra --node-name demo-node \
@@ -118,7 +118,7 @@ LD_LIBRARY_PATH=build/fake_nvml/lib FAKE_NVML_MACHINE="$machine" \
   --sysfs-root "$demo/root/sys" --dev-root "$demo/root" \
   --health-probe-interval 1s 2>"$demo/dra.log" &
 dra_pid=$!
-slices() { "${kc[@]}" list resourceslices --field-selector spec.nodeName=demo-node; }
+slices() { "${kc[@]}" get --raw "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName=demo-node"; }
 for _ in $(seq 100); do
   [ "$(slices | $py -c 'import json,sys; print(sum(len(s["spec"]["devices"]) for s in json.load(sys.stdin)["items"]))')" = 8 ] && break
   sleep 0.1

@@ -1,7 +1,5 @@
-#!/usr/bin/python3
 """A small Kubernetes API client for tests (kubeconfig + bearer token).
 
-Python:
   c = Client.from_kubeconfig(path)      # or Client(server, ca_file, token)
   code, obj = c.request("GET", "/api/v1/nodes/n1")
   obj = c.get("resourceslices", "name")                  # raises KubeError
@@ -12,33 +10,13 @@ A Client keeps one HTTPS keep-alive connection (not thread-safe; make one
 per thread); close() or a with block closes it. A request is never
 retried (a test may have asked for its failure); a connection the server
 closed while idle is replaced before the next request.
-
-CLI (prints the JSON answer; exit 0 on 2xx, 1 on an error answer, 2 on
-usage or connection errors):
-  kube_client.py --kubeconfig F get RESOURCE NAME [-n NS]
-  kube_client.py --kubeconfig F list RESOURCE [-n NS] [--field-selector S]
-                 [--label-selector S]
-  kube_client.py --kubeconfig F create RESOURCE -f FILE|- [-n NS]
-  kube_client.py --kubeconfig F update RESOURCE -f FILE|- [-n NS] [--status]
-  kube_client.py --kubeconfig F delete RESOURCE [NAME] [-n NS] [--uid U]
-                 [--resource-version RV] [--field-selector S]
-                 [--label-selector S]      (no NAME: deletecollection)
-  kube_client.py --kubeconfig F watch RESOURCE [-n NS] [--resource-version RV]
-                 [--timeout S] [--count N] [--field-selector S]
-                 [--label-selector S]      (one event per line)
-  kube_client.py --kubeconfig F raw METHOD PATH [-f FILE|-]
-  kube_client.py --kubeconfig F control METHOD NAME [-f FILE|-]
-RESOURCE is nodes, resourceslices, deviceclasses or resourceclaims; FILE is
-JSON or YAML.
 """
 
-import argparse
 import base64
 import http.client
 import json
 import select
 import ssl
-import sys
 import urllib.parse
 
 import yaml
@@ -249,75 +227,3 @@ def _query(**params):
   items = [(k, str(v)) for k, v in params.items() if v is not None]
   return "?" + urllib.parse.urlencode(items) if items else ""
 
-
-def _read_file(path):
-  text = sys.stdin.read() if path == "-" else open(path,
-                                                   encoding="utf-8").read()
-  return yaml.safe_load(text)
-
-
-def main(argv):
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--kubeconfig", required=True)
-  parser.add_argument("verb", choices=["get", "list", "create", "update",
-                                       "delete", "watch", "raw", "control"])
-  parser.add_argument("args", nargs="*")
-  parser.add_argument("-n", "--namespace")
-  parser.add_argument("-f", "--file")
-  parser.add_argument("--field-selector")
-  parser.add_argument("--label-selector")
-  parser.add_argument("--resource-version")
-  parser.add_argument("--uid")
-  parser.add_argument("--status", action="store_true")
-  parser.add_argument("--timeout", type=int)
-  parser.add_argument("--count", type=int)
-  opts = parser.parse_intermixed_args(argv)
-  try:
-    client = Client.from_kubeconfig(opts.kubeconfig)
-    return _run(client, opts)
-  except KubeError as e:
-    print(json.dumps(e.body))
-    return 1
-  except (OSError, ValueError, KeyError, IndexError, StopIteration) as e:
-    sys.stderr.write("kube_client.py: %s\n" % e)
-    return 2
-
-
-def _run(client, opts):
-  args, ns = opts.args, opts.namespace
-  sel = {"field_selector": opts.field_selector,
-         "label_selector": opts.label_selector}
-  if opts.verb == "get":
-    out = client.get(args[0], args[1], ns)
-  elif opts.verb == "list":
-    out = client.list(args[0], ns, **sel)
-  elif opts.verb == "create":
-    out = client.create(args[0], _read_file(opts.file), ns)
-  elif opts.verb == "update":
-    out = client.update(args[0], _read_file(opts.file), ns, opts.status)
-  elif opts.verb == "delete" and len(args) > 1:
-    out = client.delete(args[0], args[1], ns, opts.uid, opts.resource_version)
-  elif opts.verb == "delete":
-    out = client.delete_collection(args[0], ns, **sel)
-  elif opts.verb == "watch":
-    for i, event in enumerate(client.watch(
-        args[0], ns, opts.resource_version, opts.timeout, **sel)):
-      print(json.dumps(event), flush=True)
-      if opts.count and i + 1 >= opts.count:
-        break
-    return 0
-  else:
-    body = _read_file(opts.file) if opts.file else None
-    if opts.verb == "control":
-      code, out = client.request(args[0].upper(), "/emulator/" + args[1],
-                                 body)
-    else:
-      code, out = client.request(args[0].upper(), args[1], body)
-    print(json.dumps(out))
-    return 0 if code // 100 == 2 else 1
-  print(json.dumps(out))
-  return 0
-
-
-if __name__ == "__main__":
-  sys.exit(main(sys.argv[1:]))
