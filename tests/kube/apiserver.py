@@ -57,9 +57,8 @@ API (JSON only; HTTP/1.1 keep-alive, threaded)
   ResourceSlice (/apis/resource.k8s.io/v1/resourceslices[/NAME]),
   DeviceClass (.../deviceclasses[/NAME]), ResourceClaim
   (.../namespaces/NS/resourceclaims[/NAME[/status]]; LIST and WATCH of
-  .../resourceclaims across namespaces). The legacy .../watch/... prefix
-  works too. Discovery: /api, /api/v1, /apis, /apis/resource.k8s.io,
-  /apis/resource.k8s.io/v1, and /version ({"major":"1","minor":"35",...}).
+  .../resourceclaims across namespaces). Discovery: /api, /api/v1, /apis,
+  /apis/resource.k8s.io, /apis/resource.k8s.io/v1, and /version ({"major":"1","minor":"35",...}).
   /healthz, /livez and /readyz answer "ok" without authentication.
   Verbs:
     GET one; LIST (<Kind>List, metadata.resourceVersion = current; items
@@ -157,16 +156,13 @@ Control API (HTTPS on the same port, no authentication, JSON)
                                Faults apply before authentication, in the
                                order posted; the first match is taken.
   GET    /emulator/faults      the pending faults; DELETE clears them
-  POST   /emulator/drop-taints {"enabled":true|false}; GET shows it
+  POST   /emulator/drop-taints {"enabled":true|false}
   POST   /emulator/compact     forgets the watch history: a watch from an
                                older resourceVersion gets 410
   POST   /emulator/close-watches  {"abrupt":false} ends every open watch
                                cleanly (as on a watch timeout); abrupt:true
                                drops their connections instead
-  GET    /emulator/state       {resourceVersion, compactedResourceVersion,
-                               openWatches, objects per kind, violations,
-                               requests, faults, dropTaints, kubeMinor,
-                               schema}
+  GET    /emulator/state       {openWatches, objects per kind, dropTaints}
   Objects are created, changed and deleted behind a client's back with the
   normal API (tests have the token); kube_client.py is a small client.
 
@@ -176,7 +172,7 @@ Files (tests/kube/)
   (verbs, server-set fields), kube_store.py, kube_selectors.py,
   kube_control.py (control API), kube_schema.py, kube_fields.py (field
   errors, formats), kube_meta.py, kube_dra_*.py, kube_slice_rules.py,
-  kube_claim_rules.py (validation); kube_client.py (client and CLI).
+  kube_claim_rules.py (validation); kube_client.py (the client).
 """
 
 import argparse

@@ -157,9 +157,6 @@ class State:
     self.api.drop_taints = body["enabled"]
     return {"enabled": self.api.drop_taints}
 
-  def _get_drop_taints(self, _):
-    return {"enabled": self.api.drop_taints}
-
   def _post_compact(self, _):
     self.api.store.compact()
     return {"resourceVersion": str(self.api.store.rv)}
@@ -172,14 +169,5 @@ class State:
   def _get_state(self, _):
     store = self.api.store
     with store.cond:
-      state = {"resourceVersion": str(store.rv),
-               "compactedResourceVersion": str(store.compacted_rv),
-               "openWatches": store.open_watches, "objects": store.counts()}
-    with self._lock:
-      state["violations"] = len(self._violations)
-      state["requests"] = len(self._requests)
-      state["faults"] = len(self._faults)
-    state["dropTaints"] = self.api.drop_taints
-    state["kubeMinor"] = self.api.rules.minor
-    state["schema"] = self.api.schema is not None
-    return state
+      return {"openWatches": store.open_watches, "objects": store.counts(),
+              "dropTaints": self.api.drop_taints}

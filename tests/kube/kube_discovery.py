@@ -1,7 +1,7 @@
 """URL routing, discovery documents and LIST continue tokens.
 
 route(path) parses a resource URL into (plural, namespace, name,
-subresource, watch); answer(path, ...) gives the discovery and /version
+subresource); answer(path, ...) gives the discovery and /version
 documents. Pure functions.
 """
 
@@ -65,7 +65,7 @@ def answer(path, kube_minor, port):
 
 
 def route(path):
-  """(plural, namespace, name, subresource, watch) of a resource URL.
+  """(plural, namespace, name, subresource) of a resource URL.
 
   namespace, name and subresource are None when absent; None if path is
   not a resource URL of a served kind.
@@ -77,9 +77,6 @@ def route(path):
     group, rest = "resource.k8s.io", parts[3:]
   else:
     return None
-  watch = False
-  if rest[:1] == ["watch"]:
-    watch, rest = True, rest[1:]
   namespace = None
   if rest[:1] == ["namespaces"] and len(rest) >= 3:
     namespace, rest = rest[1], rest[2:]
@@ -92,7 +89,7 @@ def route(path):
     return None
   name = rest[1] if len(rest) > 1 else None
   sub = rest[2] if len(rest) > 2 else None
-  return rest[0], namespace, name, sub, watch
+  return rest[0], namespace, name, sub
 
 
 def key_of(obj):

@@ -232,7 +232,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     route = kube_discovery.route(path)
     if route is None:
       raise ApiError(404, "the server could not find the requested resource")
-    plural, namespace, name, sub, watch = route
+    plural, namespace, name, sub = route
     kind = KINDS[plural]
     if sub is not None and not (sub == "status" and kind.status):
       raise ApiError(404, "the server could not find the requested resource")
@@ -240,8 +240,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
       raise ApiError(404, "the server could not find the requested resource")
     if "dryRun" in query:
       raise ApiError(400, "dryRun is not supported by the emulator")
-    watch = watch or query.get("watch") in ("true", "1")
-    if method == "GET" and watch:
+    if method == "GET" and query.get("watch") in ("true", "1"):
       selector = self._selector(kind, query)
       kube_watch.serve(self, kind, namespace, name, selector, query, entry)
     elif method == "GET" and name:
