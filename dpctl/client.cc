@@ -77,7 +77,8 @@ void PrintClientError(OutputFormat format, absl::string_view code,
 
 void PrintClientError(OutputFormat format, const absl::Status& status,
                       std::ostream& out, std::ostream& err) {
-  PrintClientError(format, CodeName(status.code()), status.message(), out, err);
+  PrintClientError(format, absl::StatusCodeToString(status.code()),
+                   status.message(), out, err);
 }
 
 int RunList(const ClientConfig& config, bool watch,

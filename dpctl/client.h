@@ -40,7 +40,7 @@ struct ClientConfig {
 void PrintClientError(OutputFormat format, absl::string_view code,
                       absl::string_view message, std::ostream& out,
                       std::ostream& err);
-// Likewise with the code's name (CodeName) and the message of `status`.
+// Likewise with the name of the code of `status` and its message.
 void PrintClientError(OutputFormat format, const absl::Status& status,
                       std::ostream& out, std::ostream& err);
 

@@ -176,7 +176,7 @@ Json CallFailedEvent(absl::string_view call, absl::string_view driver,
                      absl::Duration elapsed) {
   return Base(absl::StrCat(call, "_failed"), driver,
               {{"api", ApiName(api)},
-               {"code", CodeName(status.code())},
+               {"code", absl::StatusCodeToString(status.code())},
                {"message", std::string(status.message())},
                {"elapsed_ms", Millis(elapsed)}});
 }

@@ -23,20 +23,9 @@ Json DeviceList(absl::string_view event, absl::string_view resource,
       {{"devices", list}, {"total", list.size()}, {"healthy", healthy}});
 }
 
-}  // namespace
-
-std::string CodeName(absl::StatusCode code) {
-  return absl::StatusCodeToString(code);
-}
-
 Json ErrorJson(const absl::Status& status) {
-  return {{"code", CodeName(status.code())},
+  return {{"code", absl::StatusCodeToString(status.code())},
           {"message", std::string(status.message())}};
-}
-
-std::string StatusText(const absl::Status& status) {
-  if (status.message().empty()) return CodeName(status.code());
-  return absl::StrCat(CodeName(status.code()), ": ", status.message());
 }
 
 Json DeviceJson(const v1beta1::Device& device,
@@ -65,6 +54,14 @@ Json StatusDeviceJson(const status::v1::Device& device) {
   if (device.has_mig_ci()) j["mig_ci"] = device.mig_ci();
   if (device.has_replica()) j["replica"] = device.replica();
   return j;
+}
+
+}  // namespace
+
+std::string StatusText(const absl::Status& status) {
+  const std::string code = absl::StatusCodeToString(status.code());
+  return status.message().empty() ? code
+                                  : absl::StrCat(code, ": ", status.message());
 }
 
 Json ContainerResponseJson(const v1beta1::ContainerAllocateResponse& r) {

@@ -31,24 +31,9 @@ class EventSink {
 inline constexpr absl::string_view kHealthy = "Healthy";
 inline constexpr absl::string_view kUnhealthy = "Unhealthy";
 
-// The gRPC code name of `code` ("OK", "INVALID_ARGUMENT", ...).
-std::string CodeName(absl::StatusCode code);
-
-// {"code":"<CODE>","message":"..."}.
-Json ErrorJson(const absl::Status& status);
-
-// "<CODE>: <message>", or "<CODE>" when the message is empty.
+// "<CODE>: <message>", or "<CODE>" when the message is empty (CODE as
+// absl::StatusCodeToString names it: "OK", "INVALID_ARGUMENT", ...).
 std::string StatusText(const absl::Status& status);
-
-// {"id":..,"health":..,"numa":[n,...]}, with "reason":.. after "health"
-// when `reason` is given.
-Json DeviceJson(const v1beta1::Device& device,
-                const std::optional<std::string>& reason = std::nullopt);
-
-// {"id":..,"health":..,"reason":..,"numa_node":n,"visible_id":..,
-//  "gpu_index":n,"gpu_uuid":..,"mig_gi":n,"mig_ci":n,"replica":n}; the
-// optional fields (numa_node, mig_gi, mig_ci, replica) only when set.
-Json StatusDeviceJson(const status::v1::Device& device);
 
 // {"envs":{..},"mounts":[..],"devices":[..],"annotations":{..},
 //  "cdi_devices":[..]}.
@@ -62,31 +47,35 @@ Json RegisterEvent(const v1beta1::RegisterRequest& request,
                    const absl::Status& result);
 Json OptionsEvent(absl::string_view resource,
                   const v1beta1::DevicePluginOptions& options);
+// "devices": [{"id","health","numa":[n,...]}...], "total", "healthy".
 // With `status` (the plugin's DeviceStatus.List answer), every device gets
-// a "reason": the status's reason for the device with the same ID and the
-// same health, or "" (healthy, unknown to the status, or its health changed
-// between the two calls).
+// a "reason" after "health": the status's reason for the device with the
+// same ID and the same health, or "" (healthy, unknown to the status, or
+// its health changed between the two calls).
 Json DevicesEvent(absl::string_view resource,
                   const std::vector<v1beta1::Device>& devices,
                   const status::v1::ListResponse* status = nullptr);
 // The whole DeviceStatus.List answer: "resource" (when the plugin names
-// it), "devices": [StatusDeviceJson...], "total", "healthy".
+// it), "devices": [{"id","health","reason","numa_node","visible_id",
+// "gpu_index","gpu_uuid","mig_gi","mig_ci","replica"}...] (numa_node,
+// mig_gi, mig_ci and replica only when set), "total", "healthy".
 Json StatusEvent(const status::v1::ListResponse& status);
 // `error` is StatusText of the stream's final status, or "EOF" when the
 // plugin ended the stream with OK.
 Json StreamClosedEvent(absl::string_view resource, const absl::Status& status);
-// "devices": the plugin's answer, or "error": ErrorJson on failure.
+// "devices": the plugin's answer, or "error": {"code","message"} on failure.
 Json PreferredEvent(absl::string_view resource, absl::string_view pod,
                     const std::vector<std::string>& available, int size,
                     const absl::StatusOr<std::vector<std::string>>& answer);
-// "response": ContainerResponseJson, or "error": ErrorJson on failure.
+// "response": ContainerResponseJson, or "error": {"code","message"} on
+// failure.
 Json AllocateEvent(
     absl::string_view resource, absl::string_view pod,
     const std::vector<std::string>& devices,
     const absl::StatusOr<v1beta1::ContainerAllocateResponse>& response);
 Json AllocateFailedEvent(absl::string_view resource, absl::string_view pod,
                          absl::string_view error);
-// "ok":true, or "ok":false with "error": ErrorJson.
+// "ok":true, or "ok":false with "error": {"code","message"}.
 Json PreStartEvent(absl::string_view resource, absl::string_view pod,
                    const std::vector<std::string>& devices,
                    const absl::Status& result);
