@@ -22,8 +22,9 @@ Latch::~Latch() {
   }
 }
 
-void Latch::Signal() {
-  if (!signaled_.exchange(true) && fds_[1] >= 0) {
+void Latch::Signal(int code) {
+  int unset = -1;
+  if (code_.compare_exchange_strong(unset, code) && fds_[1] >= 0) {
     const char byte = 1;
     while (write(fds_[1], &byte, 1) < 0 && errno == EINTR) {
     }
@@ -43,8 +44,17 @@ int WaitReadable(std::initializer_list<int> fds) {
   }
 }
 
-void ReadLines(int fd, int stop_fd,
-               const std::function<void(const std::string&)>& on_line) {
+void ReadCommands(
+    int fd, int stop_fd,
+    const std::function<void(absl::string_view line,
+                             const std::vector<absl::string_view>& words)>&
+        on_command) {
+  auto on_line = [&on_command](const std::string& raw) {
+    const absl::string_view line = absl::StripAsciiWhitespace(raw);
+    const std::vector<absl::string_view> words =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (!words.empty()) on_command(line, words);
+  };
   std::string buffer;
   char chunk[4096];
   for (;;) {
@@ -61,29 +71,6 @@ void ReadLines(int fd, int stop_fd,
     }
   }
   if (!buffer.empty()) on_line(buffer);
-}
-
-void ReadCommands(
-    int fd, int stop_fd,
-    const std::function<void(absl::string_view line,
-                             const std::vector<absl::string_view>& words)>&
-        on_command) {
-  ReadLines(fd, stop_fd, [&on_command](const std::string& raw) {
-    const absl::string_view line = absl::StripAsciiWhitespace(raw);
-    const std::vector<absl::string_view> words =
-        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    if (!words.empty()) on_command(line, words);
-  });
-}
-
-void RunEnd::Stop(int code) {
-  int unset = -1;
-  code_.compare_exchange_strong(unset, code);
-  latch_.Signal();
-}
-
-void RunEnd::Wait(int stop_fd) {
-  if (WaitReadable({latch_.fd(), stop_fd}) == 1) Stop(ok_code_);
 }
 
 }  // namespace gdp::dpctl

@@ -36,7 +36,7 @@ class DraEmulator {
 
   // Stops everything and joins every thread; returns the exit code.
   int Finish() {
-    end_.Stop(kDraKubeletOk);
+    end_.Signal(kDraKubeletOk);
     watcher_.Stop();
     manager_.Shutdown();
     if (auto_thread_.joinable()) auto_thread_.join();
@@ -53,14 +53,14 @@ class DraEmulator {
     } else if (verb == "list" && words.size() == 1) {
       events_->Emit(DriversEvent(manager_.List()));
     } else if (verb == "quit" && words.size() == 1) {
-      end_.Stop(kDraKubeletOk);
+      end_.Signal(kDraKubeletOk);
     } else {
       events_->Emit(CommandErrorEvent(line, kUsage));
     }
   }
 
   // How the run ends; RunEmulator waits on it.
-  RunEnd& end() { return end_; }
+  Latch& end() { return end_; }
 
  private:
   // Runs `verb` ("prepare" or "unprepare") on `driver` for `specs`.
@@ -105,7 +105,7 @@ class DraEmulator {
       events_->Emit(CommandErrorEvent("--prepare", target.status().message()));
     }
     if (config_.exit_after_prepare) {
-      end_.Stop(ok ? kDraKubeletOk : kDraKubeletPrepareFailed);
+      end_.Signal(ok ? kDraKubeletOk : kDraKubeletPrepareFailed);
     }
   }
 
@@ -113,7 +113,7 @@ class DraEmulator {
   EventSink* const events_;
   DraPluginManager manager_;
   PluginWatcher watcher_;
-  RunEnd end_{kDraKubeletOk};
+  Latch end_;
   std::thread auto_thread_;
 };
 

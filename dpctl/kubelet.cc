@@ -40,7 +40,7 @@ class Emulator {
 
   // Stops everything and joins every thread; returns the exit code.
   int Finish() {
-    end_.Stop(kKubeletOk);
+    end_.Signal(kKubeletOk);
     manager_.Stop();
     server_.Shutdown();
     if (auto_thread_.joinable()) auto_thread_.join();
@@ -63,7 +63,7 @@ class Emulator {
     } else if (verb == "list" && words.size() == 1) {
       manager_.List();
     } else if (verb == "quit" && words.size() == 1) {
-      end_.Stop(kKubeletOk);
+      end_.Signal(kKubeletOk);
     } else {
       events_->Emit(CommandErrorEvent(
           line,
@@ -73,7 +73,7 @@ class Emulator {
   }
 
   // How the run ends; RunEmulator waits on it.
-  RunEnd& end() { return end_; }
+  Latch& end() { return end_; }
 
  private:
   std::string NextPodName() { return absl::StrCat("pod-", ++pod_counter_); }
@@ -97,7 +97,7 @@ class Emulator {
       if (!ran && !manager_.AwaitChange(seen)) return;
     }
     if (config_.exit_after_allocate) {
-      end_.Stop(failed ? kKubeletAllocationFailed : kKubeletOk);
+      end_.Signal(failed ? kKubeletAllocationFailed : kKubeletOk);
     }
   }
 
@@ -105,7 +105,7 @@ class Emulator {
   EventSink* const events_;
   DeviceManager manager_;
   RegistrationServer server_;
-  RunEnd end_{kKubeletOk};
+  Latch end_;
   std::atomic<int> pod_counter_{0};
   // Owned by auto_thread_ once started.
   std::list<AutoAllocation> pending_;
