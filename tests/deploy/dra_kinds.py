@@ -41,7 +41,7 @@ import kube_schema
 _OPENAPI_DIR = os.path.normpath(os.path.join(
     _HERE, "..", "..", "..", "shared", "k8s-openapi"))
 # The OpenAPI documents a DeviceClass must pass: that of 1.34 and 1.35
-# (OPENAPI, which --openapi of validate_manifests.py replaces) and 1.36's.
+# (OPENAPI) and 1.36's.
 OPENAPI = os.path.join(_OPENAPI_DIR, "resource.k8s.io-v1.json")
 OPENAPI_136 = os.path.join(_OPENAPI_DIR,
                            "resource.k8s.io-v1-release-1.36.json")

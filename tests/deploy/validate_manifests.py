@@ -14,10 +14,6 @@ overlays: dra_wiring.py). With two kubectls the renderings must be the same
 objects (generated names' hash suffixes aside). The YAML files under
 deploy/examples/ are checked as they are. Exits 1 naming the overlay, object
 and field of every problem.
-
-  --openapi PATH  the resource.k8s.io/v1 OpenAPI document DeviceClasses are
-                  checked against (default ../shared/k8s-openapi/
-                  resource.k8s.io-v1.json; absent: skipped, with a note)
 """
 
 import argparse
@@ -308,10 +304,7 @@ def main():
   ap.add_argument("--deploy-dir", required=True)
   ap.add_argument("--kubectl", action="append", required=True,
                   help="a kubectl to render with; repeat to compare two")
-  ap.add_argument("--openapi", default=dra_kinds.OPENAPI,
-                  help="the resource.k8s.io/v1 OpenAPI v3 document")
   args = ap.parse_args()
-  dra_kinds.OPENAPI = args.openapi
 
   problems = []
   dirs = kustomizations(args.deploy_dir)
