@@ -118,13 +118,13 @@ class Client:
   def __exit__(self, *exc):
     self.close()
 
-  def request(self, method, path, body=None, headers=None, token=True):
+  def request(self, method, path, body=None, headers=None):
     """(status code, parsed JSON or text) of one request."""
     data = None if body is None else json.dumps(body).encode()
     hdrs = {"Accept": "application/json", "User-Agent": "kube_client.py"}
     if data is not None:
       hdrs["Content-Type"] = "application/json"
-    if token and self.token:
+    if self.token:
       hdrs["Authorization"] = "Bearer " + self.token
     hdrs.update(headers or {})
     conn = self._connection()
