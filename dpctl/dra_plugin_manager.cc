@@ -25,16 +25,20 @@ void DraPluginManager::ReapAttempts() {
   }
 }
 
-void DraPluginManager::SocketCreated(const std::string& path) {
-  absl::MutexLock lock(&mu_);
-  if (stopping_) return;
-  ReapAttempts();
+void DraPluginManager::CancelAttempts(const std::string& path) {
   for (Attempt& a : attempts_) {
     if (a.socket == path && !a.cancelled) {
       a.cancelled = true;
       a.client->Cancel();
     }
   }
+}
+
+void DraPluginManager::SocketCreated(const std::string& path) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return;
+  ReapAttempts();
+  CancelAttempts(path);
   events_->Emit(PluginFoundEvent(path));
   Attempt& attempt = attempts_.emplace_back();
   attempt.socket = path;
@@ -46,12 +50,7 @@ void DraPluginManager::SocketRemoved(const std::string& path) {
   std::vector<std::shared_ptr<Registration>> removed;
   {
     absl::MutexLock lock(&mu_);
-    for (Attempt& a : attempts_) {
-      if (a.socket == path && !a.cancelled) {
-        a.cancelled = true;
-        a.client->Cancel();
-      }
-    }
+    CancelAttempts(path);
     for (auto it = registrations_.begin(); it != registrations_.end();) {
       if ((*it)->socket == path) {
         (*it)->stopped = true;

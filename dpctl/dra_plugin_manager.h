@@ -120,6 +120,9 @@ class DraPluginManager : public PluginWatcher::Handler {
   void FollowHealth(std::shared_ptr<Registration> registration);
   // Under mu_: joins and drops the attempts that are done.
   void ReapAttempts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Under mu_: abandons the attempts in progress for `path`.
+  void CancelAttempts(const std::string& path)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const DraManagerOptions options_;
   EventSink* const events_;

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "client.h"
@@ -107,24 +106,22 @@ int Main(int argc, char** argv) {
   ClientConfig client_config;
   bool client_json = false;
   std::optional<double> timeout_seconds;
+  // --socket, --json and --timeout (seconds > 0) of a client command.
+  auto add_socket_options = [](CLI::App* command, std::string& socket,
+                               bool& json, std::optional<double>& timeout,
+                               const std::string& socket_help,
+                               const std::string& timeout_help) {
+    command->add_option("--socket", socket, socket_help)->required();
+    command->add_flag("--json", json, "Print JSON");
+    command->add_option("--timeout", timeout, timeout_help)
+        ->check(CLI::PositiveNumber);
+  };
   auto add_client_options = [&](CLI::App* command) {
-    command
-        ->add_option("--socket", client_config.socket,
-                     "The plugin's unix socket")
-        ->required();
-    command->add_flag("--json", client_json, "Print JSON");
-    command
-        ->add_option("--timeout", timeout_seconds,
-                     "Seconds allowed for connecting and for each call "
-                     "(default 10); for list --watch, how long to watch "
-                     "(default: until the stream ends)")
-        ->check(
-            [](const std::string& value) -> std::string {
-              double seconds = 0;
-              if (absl::SimpleAtod(value, &seconds) && seconds > 0) return "";
-              return "must be a positive number of seconds, not " + value;
-            },
-            "SECONDS > 0");
+    add_socket_options(command, client_config.socket, client_json,
+                       timeout_seconds, "The plugin's unix socket",
+                       "Seconds allowed for connecting and for each call "
+                       "(default 10); for list --watch, how long to watch "
+                       "(default: until the stream ends)");
   };
 
   bool watch = false;
@@ -225,10 +222,8 @@ int Main(int argc, char** argv) {
       "usage error.");
   auto add_dra_options = [&](CLI::App* command, const std::string& socket_help,
                              const std::string& timeout_help) {
-    command->add_option("--socket", dra_client.socket, socket_help)->required();
-    command->add_flag("--json", dra_json, "Print JSON");
-    command->add_option("--timeout", dra_timeout, timeout_help)
-        ->check(CLI::PositiveNumber);
+    add_socket_options(command, dra_client.socket, dra_json, dra_timeout,
+                       socket_help, timeout_help);
   };
   CLI::App* dra_info = dra->add_subcommand(
       "info",

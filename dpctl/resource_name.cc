@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace gdp::dpctl {
 namespace {
@@ -13,34 +14,33 @@ namespace {
 constexpr size_t kMaxSubdomainLength = 253;
 constexpr size_t kMaxNameLength = 63;
 constexpr absl::string_view kRequestsPrefix = "requests.";
+constexpr char kDomainChars[] = "abcdefghijklmnopqrstuvwxyz0123456789-.";
+constexpr char kNameChars[] =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.";
 
-bool IsLowerAlnum(char c) {
-  return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'z');
+// '<c>': the first character of `s` outside `allowed`, or "" when none.
+std::string Outside(absl::string_view s, const char* allowed) {
+  const size_t bad = s.find_first_not_of(allowed);
+  return bad == absl::string_view::npos
+             ? ""
+             : absl::StrCat("'", s.substr(bad, 1), "'");
 }
 
 // A DNS-1123 subdomain: dot-separated labels of [a-z0-9-], each starting and
 // ending with [a-z0-9].
 absl::Status CheckSubdomain(absl::string_view domain) {
-  size_t label_start = 0;
-  for (size_t i = 0; i <= domain.size(); ++i) {
-    if (i < domain.size() && domain[i] != '.') {
-      char c = domain[i];
-      if (!IsLowerAlnum(c) && c != '-') {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "domain \"", domain, "\" has character '", std::string(1, c),
-            "'; only lower-case letters, digits, '-' and '.' are allowed"));
-      }
-      continue;
-    }
-    absl::string_view label = domain.substr(label_start, i - label_start);
-    if (label.empty() || !IsLowerAlnum(label.front()) ||
-        !IsLowerAlnum(label.back())) {
+  if (std::string c = Outside(domain, kDomainChars); !c.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "domain \"", domain, "\" has character ", c,
+        "; only lower-case letters, digits, '-' and '.' are allowed"));
+  }
+  for (absl::string_view label : absl::StrSplit(domain, '.')) {
+    if (label.empty() || label.front() == '-' || label.back() == '-') {
       return absl::InvalidArgumentError(absl::StrCat(
           "domain \"", domain,
           "\" is not a DNS-1123 subdomain (each dot-separated part must start "
           "and end with a lower-case letter or digit)"));
     }
-    label_start = i + 1;
   }
   return absl::OkStatus();
 }
@@ -53,12 +53,10 @@ absl::Status CheckName(absl::string_view name) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the name after '/' is longer than ", kMaxNameLength, " characters"));
   }
-  for (char c : name) {
-    if (!absl::ascii_isalnum(c) && c != '-' && c != '_' && c != '.') {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the name after '/' has character '", std::string(1, c),
-          "'; only letters, digits, '-', '_' and '.' are allowed"));
-    }
+  if (std::string c = Outside(name, kNameChars); !c.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the name after '/' has character ", c,
+                     "; only letters, digits, '-', '_' and '.' are allowed"));
   }
   if (!absl::ascii_isalnum(name.front()) || !absl::ascii_isalnum(name.back())) {
     return absl::InvalidArgumentError(
