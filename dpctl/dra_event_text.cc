@@ -9,14 +9,6 @@
 namespace gdp::dpctl {
 namespace {
 
-// "<event>" or "<event> <driver>".
-std::string Head(const Json& event) {
-  std::string head = JsonStr(event, "event");
-  const std::string driver = JsonStr(event, "driver");
-  if (!driver.empty()) absl::StrAppend(&head, " ", driver);
-  return head;
-}
-
 std::string Retry(const Json& event) {
   if (!event.contains("retry_in_ms")) return "";
   return absl::StrCat(" (retry in ", JsonStr(event, "retry_in_ms"), " ms)");
@@ -45,7 +37,7 @@ std::string HealthText(const Json& event) {
     const std::string message = JsonStr(d, "message");
     if (!message.empty()) absl::StrAppend(&lines, ": ", message);
   }
-  return absl::StrCat(Head(event), ": ", healthy, "/",
+  return absl::StrCat(EventHead(event), ": ", healthy, "/",
                       JsonField(event, "devices").size(), " healthy", lines);
 }
 
@@ -53,9 +45,9 @@ std::string HealthText(const Json& event) {
 std::string ClaimsText(const Json& event) {
   const Json& claims = JsonField(event, "claims");
   const Json& missing = JsonField(event, "missing");
-  std::string text = absl::StrCat(Head(event), " (api ", JsonStr(event, "api"),
-                                  ", ", JsonStr(event, "elapsed_ms"),
-                                  " ms): ", Plural(claims.size(), "claim"));
+  std::string text = absl::StrCat(
+      EventHead(event), " (api ", JsonStr(event, "api"), ", ",
+      JsonStr(event, "elapsed_ms"), " ms): ", Plural(claims.size(), "claim"));
   if (!missing.empty())
     absl::StrAppend(&text, ", ", missing.size(), " missing");
   for (const auto& [uid, claim] : claims.items()) {
@@ -132,17 +124,18 @@ std::string DraEventText(const Json& event) {
                         "): ok");
   }
   if (kind == "deregistered") {
-    return absl::StrCat(Head(event), " (endpoint ", JsonStr(event, "endpoint"),
-                        ", socket ", JsonStr(event, "socket"), ")");
+    return absl::StrCat(EventHead(event), " (endpoint ",
+                        JsonStr(event, "endpoint"), ", socket ",
+                        JsonStr(event, "socket"), ")");
   }
   if (kind == "health") return HealthText(event);
   if (kind == "health_stream_ended") {
-    return absl::StrCat(Head(event), ": ", JsonStr(event, "error"),
+    return absl::StrCat(EventHead(event), ": ", JsonStr(event, "error"),
                         Retry(event));
   }
   if (kind == "prepare" || kind == "unprepare") return ClaimsText(event);
   if (kind == "prepare_failed" || kind == "unprepare_failed") {
-    return absl::StrCat(Head(event), " (api ", JsonStr(event, "api"), ", ",
+    return absl::StrCat(EventHead(event), " (api ", JsonStr(event, "api"), ", ",
                         JsonStr(event, "elapsed_ms"),
                         " ms): ", JsonStr(event, "code"), ": ",
                         JsonStr(event, "message"));

@@ -7,16 +7,16 @@
 namespace gdp::dpctl::testing {
 
 EmulatorRunner::EmulatorRunner(Run run) {
-  if (pipe(input_) != 0 || pipe(stop_) != 0) return;
+  if (pipe(input_) != 0) return;
   thread_ = std::thread([this, run = std::move(run)] {
-    code_ = run(&sink, input_[0], stop_[0], err);
+    code_ = run(&sink, input_[0], stop_.fd(), err);
   });
 }
 
 EmulatorRunner::~EmulatorRunner() {
   Stop();
   Join();
-  for (int fd : {input_[0], input_[1], stop_[0], stop_[1]}) {
+  for (int fd : input_) {
     if (fd >= 0) close(fd);
   }
 }
@@ -33,13 +33,7 @@ void EmulatorRunner::CloseInput() {
   input_[1] = -1;
 }
 
-void EmulatorRunner::Stop() {
-  if (stop_[1] < 0) return;
-  ssize_t written = write(stop_[1], "x", 1);
-  (void)written;
-  close(stop_[1]);
-  stop_[1] = -1;
-}
+void EmulatorRunner::Stop() { stop_.Signal(); }
 
 int EmulatorRunner::Join() {
   if (thread_.joinable()) thread_.join();

@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "command_input.h"
 #include "events.h"
 #include "test_support.h"
 
@@ -41,7 +42,7 @@ class EmulatorRunner {
 
  private:
   int input_[2] = {-1, -1};
-  int stop_[2] = {-1, -1};
+  Latch stop_;
   int code_ = -1;
   std::thread thread_;
 };

@@ -10,14 +10,6 @@
 namespace gdp::dpctl {
 namespace {
 
-// "<event>" or "<event> <resource>".
-std::string Head(const Json& event) {
-  std::string head = JsonStr(event, "event");
-  std::string resource = JsonStr(event, "resource");
-  if (!resource.empty()) absl::StrAppend(&head, " ", resource);
-  return head;
-}
-
 std::string ErrorText(const Json& error) {
   if (error.is_string()) return error.get<std::string>();
   return absl::StrCat(JsonStr(error, "code"), ": ", JsonStr(error, "message"));
@@ -27,8 +19,9 @@ std::string ErrorText(const Json& error) {
 // has up to thousands of them): "<id> (<health><details(d)>)[: <reason>]".
 std::string DeviceLines(const Json& event,
                         std::string (*details)(const Json& d)) {
-  std::string text = absl::StrCat(Head(event), ": ", JsonStr(event, "healthy"),
-                                  "/", JsonStr(event, "total"), " healthy");
+  std::string text =
+      absl::StrCat(EventHead(event), ": ", JsonStr(event, "healthy"), "/",
+                   JsonStr(event, "total"), " healthy");
   for (const Json& d : JsonField(event, "devices")) {
     absl::StrAppend(&text, "\n  ", JsonStr(d, "id"), " (", JsonStr(d, "health"),
                     details(d), ")");
@@ -111,7 +104,7 @@ std::string EventText(const Json& event) {
     return absl::StrCat(text, "refused: ", JsonStr(event, "error"));
   }
   if (kind == "options") {
-    return absl::StrCat(Head(event), ": pre_start_required=",
+    return absl::StrCat(EventHead(event), ": pre_start_required=",
                         JsonStr(event, "pre_start_required"),
                         " get_preferred_allocation_available=",
                         JsonStr(event, "get_preferred_allocation_available"));
@@ -119,12 +112,12 @@ std::string EventText(const Json& event) {
   if (kind == "devices") return DeviceLines(event, &NumaText);
   if (kind == "status") return DeviceLines(event, &StatusDeviceText);
   if (kind == "stream_closed") {
-    return absl::StrCat(Head(event), ": ", JsonStr(event, "error"));
+    return absl::StrCat(EventHead(event), ": ", JsonStr(event, "error"));
   }
   if (kind == "preferred") {
     std::string text =
-        absl::StrCat(Head(event), " pod ", JsonStr(event, "pod"), ": size ",
-                     JsonStr(event, "size"), " from ",
+        absl::StrCat(EventHead(event), " pod ", JsonStr(event, "pod"),
+                     ": size ", JsonStr(event, "size"), " from ",
                      JsonList(JsonField(event, "available")), " -> ");
     if (event.contains("error")) {
       return absl::StrCat(text,
@@ -134,7 +127,7 @@ std::string EventText(const Json& event) {
   }
   if (kind == "allocate") {
     std::string text =
-        absl::StrCat(Head(event), " pod ", JsonStr(event, "pod"), " ",
+        absl::StrCat(EventHead(event), " pod ", JsonStr(event, "pod"), " ",
                      JsonList(JsonField(event, "devices")), ":");
     if (event.contains("error")) {
       return absl::StrCat(text,
@@ -143,18 +136,18 @@ std::string EventText(const Json& event) {
     return text + ContainerResponseText(JsonField(event, "response"));
   }
   if (kind == "allocate_failed") {
-    return absl::StrCat(Head(event), " pod ", JsonStr(event, "pod"), ": ",
+    return absl::StrCat(EventHead(event), " pod ", JsonStr(event, "pod"), ": ",
                         JsonStr(event, "error"));
   }
   if (kind == "prestart") {
     std::string text =
-        absl::StrCat(Head(event), " pod ", JsonStr(event, "pod"), " ",
+        absl::StrCat(EventHead(event), " pod ", JsonStr(event, "pod"), " ",
                      JsonList(JsonField(event, "devices")), ": ");
     if (event.value("ok", false)) return text + "ok";
     return absl::StrCat(text, "error: ", ErrorText(JsonField(event, "error")));
   }
   if (kind == "freed") {
-    return absl::StrCat(Head(event), " pod ", JsonStr(event, "pod"), ": ",
+    return absl::StrCat(EventHead(event), " pod ", JsonStr(event, "pod"), ": ",
                         JsonList(JsonField(event, "devices")));
   }
   if (kind == "command_error") {

@@ -15,6 +15,15 @@ Json EventJson(absl::string_view event, const char* key,
   return j;
 }
 
+std::string EventHead(const Json& event) {
+  std::string head = JsonStr(event, "event");
+  for (const char* key : {"resource", "driver"}) {
+    const std::string name = JsonStr(event, key);
+    if (!name.empty()) absl::StrAppend(&head, " ", name);
+  }
+  return head;
+}
+
 std::string JsonStr(const Json& object, const char* key) {
   auto it = object.find(key);
   if (it == object.end()) return "";

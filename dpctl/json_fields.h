@@ -28,6 +28,10 @@ Json JsonStrings(const Strings& items) {
   return list;
 }
 
+// "<event>", or "<event> <name>" where <name> is the event's "resource"
+// or "driver": how the text form of most events starts.
+std::string EventHead(const Json& event);
+
 // The field `key` of `object` as text: a string as is, another value as
 // its JSON; "" when missing.
 std::string JsonStr(const Json& object, const char* key);

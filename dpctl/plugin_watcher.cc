@@ -1,7 +1,6 @@
 #include "plugin_watcher.h"
 
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,15 +26,15 @@ bool Hidden(absl::string_view name) { return absl::StartsWith(name, "."); }
 // True when `path` is a unix socket, following symlinks as the kubelet's
 // os.Stat does.
 bool IsSocket(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+  std::error_code error;
+  return fs::is_socket(path, error);
 }
 
 // True when `path` is a directory itself (symlinks are not followed, so a
 // link cannot make the walk loop).
 bool IsDirectory(const std::string& path) {
-  struct stat st;
-  return lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  std::error_code error;
+  return fs::is_directory(fs::symlink_status(path, error));
 }
 
 // Reported paths are "<dir>/<name>": a trailing '/' would double it.
@@ -129,10 +128,14 @@ void PluginWatcher::Reconcile(const std::string& prefix,
   }
 }
 
-void PluginWatcher::Run() {
+void PluginWatcher::Rescan() {
   std::set<std::string> found;
   Walk(dir_, &found);
   Reconcile("", found);
+}
+
+void PluginWatcher::Run() {
+  Rescan();
   while (WaitReadable({stop_.fd(), inotify_fd_}) == 1) {
     if (!ReadEvents()) return;
   }
@@ -152,9 +155,7 @@ bool PluginWatcher::ReadEvents() {
       if (stop_.signaled()) return true;
       if (event->mask & IN_Q_OVERFLOW) {
         // Events were lost: compare the whole tree with what is known.
-        std::set<std::string> found;
-        Walk(dir_, &found);
-        Reconcile("", found);
+        Rescan();
         continue;
       }
       auto watch = watches_.find(event->wd);
@@ -171,14 +172,12 @@ bool PluginWatcher::ReadEvents() {
       if (event->len == 0 || Hidden(event->name)) continue;
       const std::string path = absl::StrCat(watch->second, "/", event->name);
       if (event->mask & (IN_CREATE | IN_MOVED_TO)) {
-        std::set<std::string> found;
         if (event->mask & IN_ISDIR) {
+          // No socket under it is known: its removal reconciled them.
+          std::set<std::string> found;
           AddWatch(path);
           Walk(path, &found);
-          // Only additions: sockets under it were unknown until now.
-          for (const std::string& p : found) {
-            if (known_.insert(p).second) handler_->SocketCreated(p);
-          }
+          Reconcile(path, found);
         } else if (IsSocket(path) && known_.insert(path).second) {
           handler_->SocketCreated(path);
         }

@@ -59,6 +59,8 @@ class PluginWatcher {
   // Watches `dir` and, recursively, its subdirectories (but not '.'-names),
   // adding the sockets found to `sockets`.
   void Walk(const std::string& dir, std::set<std::string>* sockets);
+  // Walks the whole tree and reconciles every socket known with it.
+  void Rescan();
   // Makes the known sockets under `prefix` (a directory, "" for all) equal
   // to `found`, reporting each difference.
   void Reconcile(const std::string& prefix, const std::set<std::string>& found);
