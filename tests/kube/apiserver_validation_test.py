@@ -7,8 +7,10 @@ the message, and recorded as a violation.
 """
 
 import copy
+import http.client
 import json
 import os
+import ssl
 import sys
 import unittest
 
@@ -283,7 +285,9 @@ class ValidationTest(unittest.TestCase):
 
   def test_strict_decoding_and_kind_mismatch(self):
     raw = b'{"metadata":{"name":"dup"},"metadata":{"name":"dup"}}'
-    conn = self.c._connection()  # pylint: disable=protected-access
+    conn = http.client.HTTPSConnection(
+        "127.0.0.1", self.emu.port, timeout=10,
+        context=ssl.create_default_context(cafile=self.emu.info["ca"]))
     conn.request("POST", SLICES, body=raw, headers={
         "Authorization": "Bearer " + self.c.token,
         "Content-Type": "application/json"})

@@ -6,20 +6,20 @@
   c.list("resourceclaims", namespace="ns", field_selector="...")
   c.create / c.update(kind, obj, status=False) / c.delete / c.watch(...)
   c.control("GET", "violations")        # the emulator's /emulator/ API
-A Client keeps one HTTPS keep-alive connection (not thread-safe; make one
-per thread); close() or a with block closes it. A request is never
-retried (a test may have asked for its failure); a connection the server
-closed while idle is replaced before the next request.
+A Client keeps one HTTPS keep-alive connection (urllib3, thread-safe); a
+request is never retried (a test may have asked for its failure), and a
+connection the server closed while idle is replaced before the next
+request. close() or a with block closes it. A failed request raises
+urllib3's errors (urllib3.exceptions.HTTPError); a watch the server drops
+ends like one it closes.
 """
 
-import base64
-import http.client
 import json
-import select
-import ssl
 import urllib.parse
 
-import yaml
+import kubernetes.client
+import kubernetes.config
+import urllib3
 
 _PATHS = {"nodes": "/api/v1", "resourceslices": "/apis/resource.k8s.io/v1",
           "deviceclasses": "/apis/resource.k8s.io/v1",
@@ -55,62 +55,26 @@ def resource_path(resource, namespace=None, name=None, sub=None):
 class Client:
   """See the module docstring."""
 
-  def __init__(self, server, ca_file=None, token=None, timeout=30,
-               ca_data=None):
-    url = urllib.parse.urlsplit(server)
-    self.host, self.port = url.hostname, url.port or 443
+  def __init__(self, server, ca_file=None, token=None, timeout=30):
     self.token = token
-    self.timeout = timeout
-    self.context = ssl.create_default_context(cafile=ca_file, cadata=ca_data)
-    self._conn = None
+    self._args = dict(cert_reqs="CERT_REQUIRED", ca_certs=ca_file,
+                      retries=False)
+    self._pool = urllib3.connection_from_url(server, maxsize=1,
+                                             timeout=timeout, **self._args)
 
   @classmethod
   def from_kubeconfig(cls, path, timeout=30):
-    """A Client for the current context of a kubeconfig file.
-
-    Reads certificate-authority or certificate-authority-data, and token
-    or tokenFile. Raises OSError, KeyError or StopIteration when the file
-    is missing or lacks them.
-    """
-    with open(path, encoding="utf-8") as f:
-      config = yaml.safe_load(f)
-    ctx_name = config.get("current-context")
-    ctx = next(c["context"] for c in config["contexts"]
-               if c["name"] == ctx_name)
-    cluster = next(c["cluster"] for c in config["clusters"]
-                   if c["name"] == ctx["cluster"])
-    user = next(u["user"] for u in config["users"]
-                if u["name"] == ctx["user"])
-    ca_file = cluster.get("certificate-authority")
-    ca_data = None
-    if cluster.get("certificate-authority-data"):
-      ca_data = base64.b64decode(
-          cluster["certificate-authority-data"]).decode("ascii")
-    token = user.get("token")
-    if not token and user.get("tokenFile"):
-      with open(user["tokenFile"], encoding="ascii") as f:
-        token = f.read().strip()
-    return cls(cluster["server"], ca_file, token, timeout, ca_data)
-
-  def _connection(self):
-    """The keep-alive connection; a new one if the server closed it."""
-    if self._conn is not None and self._conn.sock is not None:
-      try:
-        readable, _, _ = select.select([self._conn.sock], [], [], 0)
-      except (OSError, ValueError):
-        readable = True
-      if readable:  # EOF (or stray bytes) on an idle connection.
-        self.close()
-    if self._conn is None:
-      self._conn = http.client.HTTPSConnection(
-          self.host, self.port, context=self.context, timeout=self.timeout)
-    return self._conn
+    """A Client for the current context of a kubeconfig file
+    (kubernetes.config reads it; its ConfigException when it cannot)."""
+    cfg = kubernetes.client.Configuration()
+    kubernetes.config.load_kube_config(path, client_configuration=cfg,
+                                       persist_config=False)
+    token = cfg.api_key.get("authorization", "").replace("Bearer ", "", 1)
+    return cls(cfg.host, cfg.ssl_ca_cert, token or None, timeout)
 
   def close(self):
-    """Closes the keep-alive connection (a later call opens another)."""
-    if self._conn is not None:
-      self._conn.close()
-      self._conn = None
+    """Closes the keep-alive connection; the Client is then done."""
+    self._pool.close()
 
   def __enter__(self):
     return self
@@ -118,29 +82,25 @@ class Client:
   def __exit__(self, *exc):
     self.close()
 
-  def request(self, method, path, body=None, headers=None):
-    """(status code, parsed JSON or text) of one request."""
-    data = None if body is None else json.dumps(body).encode()
+  def _headers(self, headers=None):
     hdrs = {"Accept": "application/json", "User-Agent": "kube_client.py"}
-    if data is not None:
-      hdrs["Content-Type"] = "application/json"
     if self.token:
       hdrs["Authorization"] = "Bearer " + self.token
     hdrs.update(headers or {})
-    conn = self._connection()
+    return hdrs
+
+  def request(self, method, path, body=None, headers=None):
+    """(status code, parsed JSON or text) of one request."""
+    hdrs = self._headers(headers)
+    data = None if body is None else json.dumps(body).encode()
+    if data is not None:
+      hdrs.setdefault("Content-Type", "application/json")
+    resp = self._pool.urlopen(method, path, body=data, headers=hdrs,
+                              redirect=False)
     try:
-      conn.request(method, path, body=data, headers=hdrs)
-      resp = conn.getresponse()
-      raw = resp.read()
-    except (OSError, http.client.HTTPException):
-      self.close()  # Not retried: a test may have asked for this failure.
-      raise
-    if resp.will_close:
-      self.close()
-    try:
-      return resp.status, json.loads(raw) if raw else None
+      return resp.status, json.loads(resp.data) if resp.data else None
     except ValueError:
-      return resp.status, raw.decode("utf-8", "replace")
+      return resp.status, resp.data.decode("utf-8", "replace")
 
   def _ok(self, method, path, body=None):
     code, answer = self.request(method, path, body)
@@ -199,24 +159,21 @@ class Client:
     return self.stream(path, read_timeout)
 
   def stream(self, path, read_timeout=60):
-    """Yields the JSON lines of a streamed GET of path."""
-    conn = http.client.HTTPSConnection(self.host, self.port,
-                                       context=self.context,
-                                       timeout=read_timeout)
+    """Yields the JSON lines of a streamed GET of path (own connection)."""
+    pool = urllib3.HTTPSConnectionPool(self._pool.host, self._pool.port,
+                                       timeout=read_timeout, **self._args)
     try:
-      headers = {"Authorization": "Bearer " + self.token} if self.token \
-          else {}
-      conn.request("GET", path, headers=headers)
-      resp = conn.getresponse()
+      resp = pool.urlopen("GET", path, headers=self._headers(),
+                          preload_content=False)
       if resp.status != 200:
         raise KubeError(resp.status, json.loads(resp.read() or b"null"))
-      while True:
-        line = resp.readline()
-        if not line:
-          return
-        yield json.loads(line)
+      try:
+        for line in resp:
+          yield json.loads(line)
+      except urllib3.exceptions.ProtocolError:
+        return  # The server dropped the connection: the stream ends.
     finally:
-      conn.close()
+      pool.close()
 
   def control(self, method, name, body=None):
     """A call of the emulator's control API (/emulator/<name>)."""
