@@ -46,11 +46,6 @@ KINDS = {
     ("scheduling.k8s.io/v1", "PriorityClass"): "V1PriorityClass",
 }
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _SELECTOR_OPS = ["DoesNotExist", "Exists", "In", "NotIn"]
 
 
@@ -64,7 +59,8 @@ def _format(regex, why, max_len=None):
 
 # The formats of FIELD_RULES.
 _CHECKS = {
-    "dns-label": _format(_DNS_LABEL, "is not a DNS label", 63),
+    "dns-label": _format(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+                         "is not a DNS label", 63),
     "absolute": _format("/", "is not absolute"),
     "env-name": _format(r"[-._a-zA-Z][-._a-zA-Z0-9]*$",
                         "is not a valid variable name"),
@@ -252,31 +248,32 @@ def check_object(obj):
   return errors
 
 
+def _fails(check, value):
+  """Whether a kube_fields check(errs, path, value) refuses value."""
+  errs = []
+  check(errs, "", value)
+  return bool(errs)
+
+
 def _check_metadata(meta, path, errors, namespaced=True, template=False):
   if not template:
     name = meta.get("name")
     if not name and not meta.get("generateName"):
       errors.append(f"{path}.name: required (or generateName)")
-    elif name and (len(name) > 253 or not _DNS_SUBDOMAIN.match(name)):
+    elif name and _fails(kube_fields.check_dns_subdomain, name):
       errors.append(f"{path}.name: {name!r} is not a DNS subdomain")
     ns = meta.get("namespace")
-    if ns is not None and (not namespaced or not _DNS_LABEL.match(ns)
-                           or len(ns) > 63):
+    if ns is not None and (not namespaced or
+                           _fails(kube_fields.check_dns_label, ns)):
       errors.append(f"{path}.namespace: {ns!r} is not valid here")
   for k, v in (meta.get("labels") or {}).items():
-    _check_qualified_name(k, f"{path}.labels", errors)
-    if len(v) > 63 or not _LABEL_VALUE.match(v):
+    if _fails(kube_fields.check_label_value, v):
       errors.append(f"{path}.labels.{k}: {v!r} is not a valid label value")
-  for k in (meta.get("annotations") or {}):
-    _check_qualified_name(k, f"{path}.annotations", errors)
-
-
-def _check_qualified_name(k, path, errors):
-  prefix, _, name = k.rpartition("/")
-  if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-    errors.append(f"{path}: key {k!r} has an invalid prefix")
-  if len(name) > 63 or not _LABEL_NAME.match(name):
-    errors.append(f"{path}: key {k!r} is not a valid qualified name")
+  for field in ("labels", "annotations"):
+    for k in meta.get(field) or {}:
+      if _fails(kube_fields.check_qualified_name, k):
+        errors.append(f"{path}.{field}: key {k!r} is not a valid qualified "
+                      "name")
 
 
 def _selector_matches(selector, labels):
