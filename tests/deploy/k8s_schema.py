@@ -17,6 +17,7 @@ import re
 import sys
 
 import kubernetes.client
+import kubernetes.utils
 import kubernetes.client.models as models
 
 sys.dont_write_bytecode = True  # No __pycache__ in tests/kube.
@@ -102,23 +103,13 @@ FIELD_RULES.update({
 _PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 _VOLUME_SOURCES_EXCLUDED = {"name"}
 
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
-_SUFFIX = {None: 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
-           "P": 1e15, "E": 1e18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
-           "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-
 
 def parse_quantity(value):
   """A Kubernetes quantity ("50m", "64Mi", 2) as a float; None if invalid."""
   if isinstance(value, bool):
     return None
-  if isinstance(value, (int, float)):
-    return float(value)
-  m = _QUANTITY.match(str(value))
-  if not m:
-    return None
   try:
-    return float(m.group(1)) * _SUFFIX[m.group(2)]
+    return float(kubernetes.utils.parse_quantity(value))
   except ValueError:
     return None
 
