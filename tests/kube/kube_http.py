@@ -22,13 +22,6 @@ from kube_selectors import Selector
 from kube_store import ApiError, status_object
 
 _MAX_BODY = 3 * 1024 * 1024
-_REASON_PHRASES = {200: "OK", 201: "Created", 400: "Bad Request",
-                   401: "Unauthorized", 404: "Not Found",
-                   405: "Method Not Allowed", 409: "Conflict", 410: "Gone",
-                   413: "Request Entity Too Large",
-                   415: "Unsupported Media Type", 422: "Unprocessable Entity",
-                   429: "Too Many Requests", 500: "Internal Server Error",
-                   503: "Service Unavailable", 504: "Gateway Timeout"}
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -99,7 +92,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  extra=None):
     """Sends a whole answer in one write and notes its status."""
     self.status = code
-    head = ["HTTP/1.1 %d %s" % (code, _REASON_PHRASES.get(code, "Status")),
+    phrase = self.responses.get(code, ("Status",))[0]  # http.HTTPStatus's
+    head = ["HTTP/1.1 %d %s" % (code, phrase),
             "Content-Type: " + content_type,
             "Content-Length: %d" % len(body),
             "Cache-Control: no-cache, private",
@@ -124,20 +118,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     self.send_json(err.code, err.status(), extra)
 
   def _read_body(self):
-    """The request body as bytes (Content-Length or chunked)."""
-    if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-      out = b""
-      while True:
-        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-        if size == 0:
-          while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-            pass
-          return out
-        out += self.rfile.read(size)
-        self.rfile.readline()
-        if len(out) > _MAX_BODY:
-          raise ApiError(413, "Request entity too large: limit is %d" %
-                         _MAX_BODY, reason="RequestEntityTooLarge")
+    """The request body as bytes (its clients all send Content-Length)."""
     length = int(self.headers.get("Content-Length") or 0)
     if length > _MAX_BODY:
       raise ApiError(413, "Request entity too large: limit is %d" % _MAX_BODY,
