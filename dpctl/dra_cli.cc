@@ -6,9 +6,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "dra_calls.h"
-#include "dra_event_text.h"
 #include "dra_events.h"
 #include "dra_registration.h"
+#include "event_printer.h"
 
 namespace gdp::dpctl {
 namespace {
@@ -39,7 +39,7 @@ int PrintCall(const DraClientConfig& config, const Json& event,
                      event.value("message", std::string()), out, err);
     return kExitRpcError;
   }
-  DraEventPrinter(&out, config.format).Emit(event);
+  EventPrinter(&out, config.format).Emit(event);
   return AllClaimsOk(event) ? kExitOk : kExitClaimError;
 }
 
@@ -77,7 +77,7 @@ int RunDraInfo(const DraClientConfig& config, std::ostream& out,
   // The socket as the kubelet would name it: an absolute path.
   std::string socket(client->target());
   if (absl::StartsWith(socket, "unix:")) socket.erase(0, sizeof("unix:") - 1);
-  DraEventPrinter(&out, config.format)
+  EventPrinter(&out, config.format)
       .Emit(InfoEvent(socket, *info, ValidatePluginInfo(socket, *info, {})));
   return kExitOk;
 }
@@ -101,7 +101,7 @@ int RunDraHealth(const DraClientConfig& config, std::ostream& out,
       std::min(config.timeout.value_or(kConnectTimeout), kConnectTimeout), out,
       err);
   if (client == nullptr) return kExitConnectError;
-  DraEventPrinter printer(&out, config.format);
+  EventPrinter printer(&out, config.format);
   const absl::Time deadline = config.timeout.has_value()
                                   ? absl::Now() + *config.timeout
                                   : absl::InfiniteFuture();

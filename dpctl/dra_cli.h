@@ -32,11 +32,7 @@ struct DraClientConfig {
   std::optional<absl::Duration> timeout;
 };
 
-// Errors are printed as the client commands print them (client.h): an RPC
-// that fails prints "error: <CODE>: <message>" to `err` (text) or
-// {"error":{"code":..,"message":..}} to `out` (JSON) and returns
-// kExitRpcError; failing to connect prints the same way and returns
-// kExitConnectError.
+// Errors are printed, and exit, as the client commands' do (client.h).
 
 // Calls GetInfo on a registration socket and prints an info event: the
 // plugin's answer and what a kubelet knowing v1 and v1beta1 would do with

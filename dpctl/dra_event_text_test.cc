@@ -1,11 +1,10 @@
-#include "dra_event_text.h"
-
 #include <gtest/gtest.h>
 
 #include <sstream>
 #include <string>
 
 #include "dra_events.h"
+#include "event_printer.h"
 #include "testing/fake_dra_plugin.h"
 
 namespace gdp::dpctl {
@@ -50,7 +49,7 @@ TEST(DraEventsTest, PrepareJson) {
 TEST(DraEventsTest, PrepareText) {
   Json e = PrepareEvent("gpu.nvidia.com", DraApi::kV1beta1, kAsked,
                         PrepareAnswer(), absl::Milliseconds(12));
-  EXPECT_EQ(DraEventText(e),
+  EXPECT_EQ(EventText(e),
             "prepare gpu.nvidia.com (api v1beta1, 12 ms): 3 claims, 1 missing\n"
             "  uid-1: node-a/gpu-0 requests [gpu] share share-7 -> "
             "[k8s.gpu.nvidia.com/claim=uid-1-gpu-0]\n"
@@ -69,7 +68,7 @@ TEST(DraEventsTest, UnprepareJsonAndText) {
             R"({"event":"unprepare","api":"v1","claims":{"uid-1":{"error":""},)"
             R"("uid-2":{"error":"busy"}},"missing":[],"elapsed_ms":3})");
   EXPECT_FALSE(AllClaimsOk(e));
-  EXPECT_EQ(DraEventText(e),
+  EXPECT_EQ(EventText(e),
             "unprepare (api v1, 3 ms): 2 claims\n  uid-1: ok\n"
             "  uid-2: error: busy");
   (*r.mutable_claims())["uid-2"].clear_error();
@@ -85,7 +84,7 @@ TEST(DraEventsTest, CallFailed) {
             R"({"event":"prepare_failed","driver":"gpu.nvidia.com",)"
             R"("api":"v1","code":"UNAVAILABLE","message":"plugin gone",)"
             R"("elapsed_ms":5})");
-  EXPECT_EQ(DraEventText(e),
+  EXPECT_EQ(EventText(e),
             "prepare_failed gpu.nvidia.com (api v1, 5 ms): UNAVAILABLE: plugin "
             "gone");
 }
@@ -108,14 +107,14 @@ TEST(DraEventsTest, Health) {
             R"("message":"XID 79"},)"
             R"({"pool":"node-a","device":"gpu-2","health":"Unknown",)"
             R"("last_updated":0,"timeout_seconds":0,"message":""}]})");
-  EXPECT_EQ(DraEventText(e),
+  EXPECT_EQ(EventText(e),
             "health gpu.nvidia.com: 1/3 healthy\n"
             "  node-a/gpu-0 (Healthy, updated 2023-11-14T22:13:20Z)\n"
             "  node-a/gpu-1 (Unhealthy, updated 2023-11-14T22:14:20Z, timeout "
             "45 s): XID 79\n"
             "  node-a/gpu-2 (Unknown, updated 1970-01-01T00:00:00Z)");
-  EXPECT_EQ(DraEventText(HealthStreamEndedEvent(
-                "gpu.nvidia.com", absl::OkStatus(), absl::Seconds(5))),
+  EXPECT_EQ(EventText(HealthStreamEndedEvent("gpu.nvidia.com", absl::OkStatus(),
+                                             absl::Seconds(5))),
             "health_stream_ended gpu.nvidia.com: EOF (retry in 5000 ms)");
   EXPECT_EQ(HealthStreamEndedEvent("d", absl::UnimplementedError("no")).dump(),
             R"({"event":"health_stream_ended","driver":"d",)"
@@ -135,7 +134,7 @@ TEST(DraEventsTest, Registration) {
             R"("driver":"gpu.nvidia.com","endpoint":"/p/dra.sock",)"
             R"("versions":["v1.DRAPlugin","v1alpha1.DRAResourceHealth"],)"
             R"("api":"v1","health":true,"ok":true})");
-  EXPECT_EQ(DraEventText(RegisteredEvent(r)),
+  EXPECT_EQ(EventText(RegisteredEvent(r)),
             "registered gpu.nvidia.com (endpoint /p/dra.sock, versions "
             "[v1.DRAPlugin, v1alpha1.DRAResourceHealth], api v1, health): ok");
   r.api.reset();
@@ -146,26 +145,26 @@ TEST(DraEventsTest, Registration) {
             R"("driver":"gpu.nvidia.com","endpoint":"/p/dra.sock",)"
             R"("versions":["v1.DRAPlugin","v1alpha1.DRAResourceHealth"],)"
             R"("api":"","health":false,"ok":false,"error":"bad"})");
-  EXPECT_EQ(DraEventText(RegisteredEvent(r)),
+  EXPECT_EQ(EventText(RegisteredEvent(r)),
             "registered gpu.nvidia.com (endpoint /p/dra.sock, versions "
             "[v1.DRAPlugin, v1alpha1.DRAResourceHealth]): refused: bad");
-  EXPECT_EQ(DraEventText(DeregisteredEvent("gpu.nvidia.com", "/p/dra.sock",
-                                           "/reg/gpu-reg.sock")),
+  EXPECT_EQ(EventText(DeregisteredEvent("gpu.nvidia.com", "/p/dra.sock",
+                                        "/reg/gpu-reg.sock")),
             "deregistered gpu.nvidia.com (endpoint /p/dra.sock, socket "
             "/reg/gpu-reg.sock)");
-  EXPECT_EQ(DraEventText(PluginErrorEvent("/reg/x.sock", "GetInfo",
-                                          "UNAVAILABLE: down",
-                                          absl::Milliseconds(500))),
-            "plugin_error /reg/x.sock: GetInfo: UNAVAILABLE: down (retry in "
-            "500 ms)");
-  EXPECT_EQ(DraEventText(DraListeningEvent("/reg")),
+  EXPECT_EQ(
+      EventText(PluginErrorEvent("/reg/x.sock", "GetInfo", "UNAVAILABLE: down",
+                                 absl::Milliseconds(500))),
+      "plugin_error /reg/x.sock: GetInfo: UNAVAILABLE: down (retry in "
+      "500 ms)");
+  EXPECT_EQ(EventText(DraListeningEvent("/reg")),
             "listening for DRA plugins in /reg");
-  EXPECT_EQ(DraEventText(PluginFoundEvent("/reg/x.sock")),
+  EXPECT_EQ(EventText(PluginFoundEvent("/reg/x.sock")),
             "plugin_found /reg/x.sock");
 }
 
 TEST(DraEventsTest, Drivers) {
-  EXPECT_EQ(DraEventText(DriversEvent({})), "drivers: none registered");
+  EXPECT_EQ(EventText(DriversEvent({})), "drivers: none registered");
   Json e = DriversEvent({{"gpu.nvidia.com", "/p/old.sock", "/reg/a.sock",
                           DraApi::kV1beta1, false, false},
                          {"gpu.nvidia.com", "/p/new.sock", "/reg/b.sock",
@@ -177,7 +176,7 @@ TEST(DraEventsTest, Drivers) {
             R"({"driver":"gpu.nvidia.com","endpoint":"/p/new.sock",)"
             R"("socket":"/reg/b.sock","api":"v1","health":true,)"
             R"("in_use":true}]})");
-  EXPECT_EQ(DraEventText(e),
+  EXPECT_EQ(EventText(e),
             "drivers: 2 registrations\n"
             "  gpu.nvidia.com: /p/old.sock (api v1beta1, socket /reg/a.sock, "
             "superseded)\n"
@@ -186,16 +185,16 @@ TEST(DraEventsTest, Drivers) {
 }
 
 TEST(DraEventsTest, OtherEventsAsEventText) {
-  EXPECT_EQ(DraEventText(CommandErrorEvent("frob", "usage")),
+  EXPECT_EQ(EventText(CommandErrorEvent("frob", "usage")),
             "command_error \"frob\": usage");
 }
 
 TEST(DraEventPrinterTest, OneLinePerEvent) {
   std::ostringstream text;
   std::ostringstream json;
-  DraEventPrinter(&text, OutputFormat::kText)
+  EventPrinter(&text, OutputFormat::kText)
       .Emit(PluginFoundEvent("/reg/x.sock"));
-  DraEventPrinter(&json, OutputFormat::kJson)
+  EventPrinter(&json, OutputFormat::kJson)
       .Emit(PluginFoundEvent("/reg/x.sock"));
   EXPECT_EQ(text.str(), "plugin_found /reg/x.sock\n");
   EXPECT_EQ(json.str(), R"({"event":"plugin_found","socket":"/reg/x.sock"})"

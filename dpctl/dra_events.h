@@ -1,6 +1,6 @@
 // The events of dpctl's DRA side (`dpctl dra-kubelet`, `dpctl dra`), as
 // JSON objects with fixed field names, "event" first. The JSON form is
-// canonical; the text form is rendered from it (dra_event_text.h).
+// canonical; the text form is rendered from it (event_printer.h).
 #ifndef GDP_DPCTL_DRA_EVENTS_H_
 #define GDP_DPCTL_DRA_EVENTS_H_
 

@@ -16,7 +16,6 @@
 #include "absl/time/time.h"
 #include "client.h"
 #include "dra_cli.h"
-#include "dra_event_text.h"
 #include "dra_kubelet.h"
 #include "event_printer.h"
 #include "kubelet.h"
@@ -52,20 +51,19 @@ OutputFormat Format(bool json) {
 }
 
 // Runs an emulator, `run` (RunKubelet or RunDraKubelet) with `config`, on
-// stdin, printing its events to stdout (as JSON, or as `text` renders
+// stdin, printing its events to stdout (as JSON, or as EventText renders
 // them), until SIGINT, SIGTERM or its own end. Returns its exit code, or
 // `start_failed` when the signals cannot be watched.
 template <typename Config>
 int RunFromStdin(int (*run)(const Config& config, EventSink* events,
                             int input_fd, int stop_fd, std::ostream& err),
-                 const Config& config, bool json, EventTextFn text,
-                 int start_failed) {
+                 const Config& config, bool json, int start_failed) {
   const int stop_fd = SignalFd();
   if (stop_fd < 0) {
     std::cerr << "error: cannot watch for signals" << std::endl;
     return start_failed;
   }
-  EventPrinter printer(&std::cout, Format(json), text);
+  EventPrinter printer(&std::cout, Format(json));
   const int code = run(config, &printer, STDIN_FILENO, stop_fd, std::cerr);
   close(stop_fd);
   return code;
@@ -269,7 +267,7 @@ int Main(int argc, char** argv) {
         kubelet_config.allocations.empty()) {
       return UsageError("--exit-after-allocate needs at least one --allocate");
     }
-    return RunFromStdin(&RunKubelet, kubelet_config, kubelet_json, &EventText,
+    return RunFromStdin(&RunKubelet, kubelet_config, kubelet_json,
                         kKubeletStartFailed);
   }
 
@@ -291,7 +289,7 @@ int Main(int argc, char** argv) {
     if (dra_config.exit_after_prepare && dra_config.prepare.empty()) {
       return UsageError("--exit-after-prepare needs at least one --prepare");
     }
-    return RunFromStdin(&RunDraKubelet, dra_config, dra_json, &DraEventText,
+    return RunFromStdin(&RunDraKubelet, dra_config, dra_json,
                         kDraKubeletStartFailed);
   }
 
