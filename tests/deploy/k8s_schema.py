@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "kube"))
 # pylint: disable=wrong-import-position
 import kube_fields
+import kube_meta
 import kube_schema
 
 QUANTITY = "#/components/schemas/" + kube_schema.QUANTITY
@@ -287,18 +288,11 @@ def _selector_matches(selector, labels):
 def _check_label_selector(sel, path, errors):
   if not sel.get("matchLabels") and not sel.get("matchExpressions"):
     errors.append(f"{path}: empty selector (it would select every pod)")
-  for i, e in enumerate(sel.get("matchExpressions") or []):
-    _check_requirement(e, f"{path}.matchExpressions[{i}]", errors)
-
-
-def _check_requirement(e, path, errors):
-  op = e.get("operator")
-  if op in ("In", "NotIn") and not e.get("values"):
-    errors.append(f"{path}.values: required for operator {op}")
-  elif op in ("Exists", "DoesNotExist") and e.get("values"):
-    errors.append(f"{path}.values: must be empty for operator {op}")
-  elif op in ("Gt", "Lt") and len(e.get("values") or []) != 1:
-    errors.append(f"{path}.values: exactly one value for operator {op}")
+  errs = []
+  for i, req in enumerate(sel.get("matchExpressions") or []):
+    kube_meta.check_requirement(errs, f"{path}.matchExpressions[{i}]", req,
+                                fields=False)
+  errors += [str(e) for e in errs]
 
 
 def _check_workload(obj, errors):
@@ -345,12 +339,11 @@ def _check_pod_spec(spec, path, errors, is_template):
   node_aff = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
       "requiredDuringSchedulingIgnoredDuringExecution")
   if node_aff:
-    for i, term in enumerate(node_aff.get("nodeSelectorTerms") or []):
-      for j, e in enumerate(term.get("matchExpressions") or []):
-        _check_requirement(
-            e, f"{path}.affinity.nodeAffinity.requiredDuringScheduling"
-            f"IgnoredDuringExecution.nodeSelectorTerms[{i}].matchExpressions"
-            f"[{j}]", errors)
+    errs = []
+    kube_meta.check_node_selector(
+        errs, f"{path}.affinity.nodeAffinity.requiredDuringScheduling"
+        "IgnoredDuringExecution", node_aff)
+    errors += [str(e) for e in errs]
   names = set()
   for group in ("initContainers", "containers"):
     for i, c in enumerate(spec.get(group) or []):

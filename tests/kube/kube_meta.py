@@ -1,9 +1,9 @@
 """kube-apiserver's checks of ObjectMeta and core/v1 NodeSelector.
 
-check_object_meta(errs, meta, namespaced) and check_node_selector(errs, path,
-selector) append kube_fields.FieldError for every problem, the way
-apimachinery's ValidateObjectMeta and core's ValidateNodeSelector report
-them; both skip values of the wrong JSON type (the schema check reports
+check_object_meta(errs, meta, namespaced), check_node_selector(errs, path,
+selector) and check_requirement(errs, path, requirement, fields) append
+kube_fields.FieldError for every problem, the way apimachinery's
+ValidateObjectMeta and core's ValidateNodeSelector report them; both skip values of the wrong JSON type (the schema check reports
 those). same() and clone() compare and copy JSON values; as_str, as_dict
 and as_list give a value of the wrong JSON type as None, {} or []. Pure
 functions, safe from any thread.
@@ -109,14 +109,16 @@ def check_node_selector(errs, path, selector):
     term = as_dict(term)
     term_path = "%s[%d]" % (terms_path, i)
     for j, req in enumerate(as_list(term.get("matchExpressions"))):
-      _check_requirement(errs, "%s.matchExpressions[%d]" % (term_path, j),
-                         as_dict(req), fields=False)
+      check_requirement(errs, "%s.matchExpressions[%d]" % (term_path, j),
+                        as_dict(req), fields=False)
     for j, req in enumerate(as_list(term.get("matchFields"))):
-      _check_requirement(errs, "%s.matchFields[%d]" % (term_path, j),
-                         as_dict(req), fields=True)
+      check_requirement(errs, "%s.matchFields[%d]" % (term_path, j),
+                        as_dict(req), fields=True)
 
 
-def _check_requirement(errs, path, req, fields):
+def check_requirement(errs, path, req, fields):
+  """A selector requirement (a dict): of labels (matchExpressions) or, with
+  fields, of a node's fields (matchFields)."""
   key = as_str(req.get("key")) or ""
   operator = as_str(req.get("operator")) or ""
   values = as_list(req.get("values"))
