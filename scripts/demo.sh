@@ -100,7 +100,7 @@ plugin_pid=""
 echo
 echo "== DRA: the same daemon as the DRA driver gpu.nvidia.com (--device-api=dra),"
 echo "   with an API server emulator (tests/kube/apiserver.py) and dpctl dra-kubelet"
-py=/usr/bin/python3  # Debian's, with python3-cryptography
+py=/usr/bin/python3  # Debian's, with python3-cryptography and python3-kubernetes
 $py tests/kube/apiserver.py --dir "$demo/api" >"$demo/api.out" 2>"$demo/api.err" &
 api_pid=$!
 for _ in $(seq 100); do [ -s "$demo/api.out" ] && break; sleep 0.1; done
