@@ -1,7 +1,6 @@
 #include "dra_client.h"
 
 #include <algorithm>
-#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"

@@ -198,7 +198,7 @@ absl::StatusOr<DraPluginManager::Target> DraPluginManager::Get(
   }
   for (auto it = registrations_.rbegin(); it != registrations_.rend(); ++it) {
     const Registration& r = **it;
-    if (r.driver == name) return Target{r.driver, r.endpoint, r.api, r.client};
+    if (r.driver == name) return Target{r.driver, r.api, r.client};
   }
   return absl::NotFoundError(
       absl::StrCat("DRA driver ", name, " is not registered"));

@@ -47,7 +47,6 @@ class DraPluginManager : public PluginWatcher::Handler {
   // A registered plugin to call.
   struct Target {
     std::string driver;
-    std::string endpoint;
     DraApi api = DraApi::kV1;
     // Cancelled when the plugin is deregistered or at Shutdown.
     std::shared_ptr<DraClient> client;

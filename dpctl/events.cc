@@ -67,12 +67,7 @@ std::string StatusText(const absl::Status& status) {
 Json ContainerResponseJson(const v1beta1::ContainerAllocateResponse& r) {
   // Proto maps iterate in no fixed order; sort the keys for stable output.
   auto sorted = [](const google::protobuf::Map<std::string, std::string>& m) {
-    Json object = Json::object();
-    for (const auto& [key, value] :
-         std::map<std::string, std::string>(m.begin(), m.end())) {
-      object[key] = value;
-    }
-    return object;
+    return Json(std::map<std::string, std::string>(m.begin(), m.end()));
   };
   Json envs = sorted(r.envs());
   Json annotations = sorted(r.annotations());

@@ -4,7 +4,6 @@
 #ifndef GDP_DPCTL_EVENTS_H_
 #define GDP_DPCTL_EVENTS_H_
 
-#include <optional>
 #include <string>
 #include <vector>
 

@@ -3,7 +3,6 @@
 #ifndef GDP_DPCTL_KUBELET_H_
 #define GDP_DPCTL_KUBELET_H_
 
-#include <atomic>
 #include <ostream>
 #include <string>
 #include <vector>
