@@ -98,11 +98,6 @@ absl::Status RegistrationServer::Start() {
   return absl::OkStatus();
 }
 
-bool RegistrationServer::stopping() const {
-  absl::MutexLock lock(&mu_);
-  return stopping_;
-}
-
 absl::Status RegistrationServer::Refuse(const v1beta1::RegisterRequest& request,
                                         absl::Status status) {
   events_->Emit(RegisterEvent(request, status));

@@ -78,7 +78,6 @@ class RegistrationServer {
   // Body of a follower thread.
   void Follow(Follower* follower, std::shared_ptr<PluginClient> client,
               std::string resource, uint64_t generation);
-  bool stopping() const;
   // Emits a refused register event and returns `status`.
   absl::Status Refuse(const v1beta1::RegisterRequest& request,
                       absl::Status status);
@@ -92,7 +91,7 @@ class RegistrationServer {
   // Held for the whole of Shutdown, so a second call waits for the first.
   absl::Mutex shutdown_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
-  mutable absl::Mutex mu_;
+  absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Plugins dialed by Register calls still in progress.
   std::set<std::shared_ptr<PluginClient>> dialed_ ABSL_GUARDED_BY(mu_);
