@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -71,6 +72,35 @@ void ReadCommands(
     }
   }
   if (!buffer.empty()) on_line(buffer);
+}
+
+int Emulator::Run(int input_fd, int stop_fd, int start_failed,
+                  std::ostream& err) {
+  absl::Status s =
+      end_.ok() ? Start() : absl::InternalError("cannot create a pipe");
+  if (!s.ok()) {
+    err << "error: " << s.message() << std::endl;
+    Stop();
+    return start_failed;
+  }
+  std::thread automatic(&Emulator::Automatic, this);
+  std::thread reader([this, input_fd] {
+    ReadCommands(input_fd, end_.fd(),
+                 [this](absl::string_view line,
+                        const std::vector<absl::string_view>& words) {
+                   if (words.size() == 1 && words[0] == "quit") {
+                     End(0);
+                   } else {
+                     RunCommand(line, words);
+                   }
+                 });
+  });
+  WaitReadable({end_.fd(), stop_fd});
+  End(0);
+  Stop();
+  automatic.join();
+  reader.join();
+  return end_.code();
 }
 
 }  // namespace gdp::dpctl

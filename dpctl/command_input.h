@@ -10,7 +10,6 @@
 #include <initializer_list>
 #include <ostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -57,37 +56,37 @@ void ReadCommands(
                              const std::vector<absl::string_view>& words)>&
         on_command);
 
-// Runs `emulator` (kubelet.cc, dra_kubelet.cc): Start; on failure writes
-// "error: <message>" to `err`, calls Finish and returns `start_failed`.
-// Otherwise a thread of its own reads commands from `input_fd`
-// (ReadCommands, each passed to RunCommand) until end of input or the end
-// (end() signaled), while this one waits for the end or for `stop_fd` (-1:
-// none) to become readable; then calls Finish, joins the reader and
-// returns Finish's exit code. `Emulator` provides absl::Status Start(),
-// void RunCommand(absl::string_view line,
-//                 const std::vector<absl::string_view>& words),
-// int Finish(), which must signal end(), and Latch& end().
-template <typename Emulator>
-int RunEmulator(Emulator& emulator, int input_fd, int stop_fd, int start_failed,
-                std::ostream& err) {
-  Latch& end = emulator.end();
-  if (absl::Status s = emulator.Start(); !s.ok()) {
-    err << "error: " << s.message() << std::endl;
-    emulator.Finish();
-    return start_failed;
-  }
-  std::thread reader([&emulator, &end, input_fd] {
-    ReadCommands(input_fd, end.fd(),
-                 [&emulator](absl::string_view line,
-                             const std::vector<absl::string_view>& words) {
-                   emulator.RunCommand(line, words);
-                 });
-  });
-  WaitReadable({end.fd(), stop_fd});
-  const int code = emulator.Finish();
-  reader.join();
-  return code;
-}
+// What both emulators (kubelet.cc, dra_kubelet.cc) are: components that
+// Start starts and Stop stops, commands read one per line, and an
+// automatic part on a thread of its own that may end the run.
+class Emulator {
+ public:
+  virtual ~Emulator() = default;
+
+  // Start; on failure writes "error: <message>" to `err`, calls Stop and
+  // returns `start_failed`. Otherwise runs Automatic on a thread of its own
+  // and reads commands from `input_fd` on another (ReadCommands: "quit"
+  // ends the run, every other command goes to RunCommand) until end of
+  // input or the end, while this one waits for the end or for `stop_fd`
+  // (-1: none) to become readable. Then ends the run with 0, calls Stop,
+  // joins both threads and returns the code the run ended with first.
+  int Run(int input_fd, int stop_fd, int start_failed, std::ostream& err);
+
+ protected:
+  virtual absl::Status Start() = 0;
+  // Runs one command: `line` split into `words` (not empty, not "quit").
+  virtual void RunCommand(absl::string_view line,
+                          const std::vector<absl::string_view>& words) = 0;
+  // The automatic part; returns soon after Stop.
+  virtual void Automatic() = 0;
+  // Stops the components started by Start.
+  virtual void Stop() = 0;
+  // Ends the run with `code`, unless it has ended already.
+  void End(int code) { end_.Signal(code); }
+
+ private:
+  Latch end_;
+};
 
 }  // namespace gdp::dpctl
 

@@ -1,7 +1,6 @@
 #include "dra_kubelet.h"
 
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include "command_input.h"
@@ -15,7 +14,7 @@ constexpr char kUsage[] =
     "usage: prepare <driver> <ns>/<name>/<uid>... | unprepare <driver> "
     "<ns>/<name>/<uid>... | list | quit";
 
-class DraEmulator {
+class DraEmulator : public Emulator {
  public:
   DraEmulator(const DraKubeletConfig& config, EventSink* events)
       : config_(config),
@@ -23,44 +22,30 @@ class DraEmulator {
         manager_(config.manager, events),
         watcher_(config.registry_dir, &manager_) {}
 
-  absl::Status Start() {
-    if (!end_.ok()) return absl::InternalError("cannot create a pipe");
+  absl::Status Start() override {
     if (absl::Status s = watcher_.Init(); !s.ok()) return s;
     events_->Emit(DraListeningEvent(watcher_.dir()));
     watcher_.Start();
-    if (!config_.prepare.empty()) {
-      auto_thread_ = std::thread(&DraEmulator::AutoPrepare, this);
-    }
     return absl::OkStatus();
   }
 
-  // Stops everything and joins every thread; returns the exit code.
-  int Finish() {
-    end_.Signal(kDraKubeletOk);
+  void Stop() override {
     watcher_.Stop();
     manager_.Shutdown();
-    if (auto_thread_.joinable()) auto_thread_.join();
-    return end_.code();
   }
 
-  // Runs one command: `line` split into `words` (not empty).
   void RunCommand(absl::string_view line,
-                  const std::vector<absl::string_view>& words) {
+                  const std::vector<absl::string_view>& words) override {
     const absl::string_view verb = words[0];
     if ((verb == "prepare" || verb == "unprepare") && words.size() >= 3) {
       Call(line, verb, words[1],
            std::vector<absl::string_view>(words.begin() + 2, words.end()));
     } else if (verb == "list" && words.size() == 1) {
       events_->Emit(DriversEvent(manager_.List()));
-    } else if (verb == "quit" && words.size() == 1) {
-      end_.Signal(kDraKubeletOk);
     } else {
       events_->Emit(CommandErrorEvent(line, kUsage));
     }
   }
-
-  // How the run ends; RunEmulator waits on it.
-  Latch& end() { return end_; }
 
  private:
   // Runs `verb` ("prepare" or "unprepare") on `driver` for `specs`.
@@ -90,7 +75,8 @@ class DraEmulator {
   }
 
   // Prepares config_.prepare once a driver is registered.
-  void AutoPrepare() {
+  void Automatic() override {
+    if (config_.prepare.empty()) return;
     std::optional<std::string> driver = manager_.AwaitAnyDriver();
     if (!driver.has_value()) return;
     absl::StatusOr<DraPluginManager::Target> target = manager_.Get(*driver);
@@ -105,7 +91,7 @@ class DraEmulator {
       events_->Emit(CommandErrorEvent("--prepare", target.status().message()));
     }
     if (config_.exit_after_prepare) {
-      end_.Signal(ok ? kDraKubeletOk : kDraKubeletPrepareFailed);
+      End(ok ? kDraKubeletOk : kDraKubeletPrepareFailed);
     }
   }
 
@@ -113,8 +99,6 @@ class DraEmulator {
   EventSink* const events_;
   DraPluginManager manager_;
   PluginWatcher watcher_;
-  Latch end_;
-  std::thread auto_thread_;
 };
 
 }  // namespace
@@ -122,7 +106,7 @@ class DraEmulator {
 int RunDraKubelet(const DraKubeletConfig& config, EventSink* events,
                   int input_fd, int stop_fd, std::ostream& err) {
   DraEmulator emulator(config, events);
-  return RunEmulator(emulator, input_fd, stop_fd, kDraKubeletStartFailed, err);
+  return emulator.Run(input_fd, stop_fd, kDraKubeletStartFailed, err);
 }
 
 }  // namespace gdp::dpctl

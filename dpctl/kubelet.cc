@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <list>
-#include <thread>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -16,40 +15,31 @@
 namespace gdp::dpctl {
 namespace {
 
-class Emulator {
+class KubeletEmulator : public Emulator {
  public:
-  Emulator(const KubeletConfig& config, EventSink* events)
+  KubeletEmulator(const KubeletConfig& config, EventSink* events)
       : config_(config),
         events_(events),
         manager_(events),
         server_({config.dir, config.dial_timeout, config.rpc_timeout},
                 &manager_, events) {}
 
-  absl::Status Start() {
-    if (!end_.ok()) return absl::InternalError("cannot create a pipe");
+  absl::Status Start() override {
     if (absl::Status s = server_.Start(); !s.ok()) return s;
     for (AutoAllocation a : config_.allocations) {
       if (a.pod.empty()) a.pod = NextPodName();
       pending_.push_back(std::move(a));
     }
-    if (!pending_.empty()) {
-      auto_thread_ = std::thread(&Emulator::AutoAllocate, this);
-    }
     return absl::OkStatus();
   }
 
-  // Stops everything and joins every thread; returns the exit code.
-  int Finish() {
-    end_.Signal(kKubeletOk);
+  void Stop() override {
     manager_.Stop();
     server_.Shutdown();
-    if (auto_thread_.joinable()) auto_thread_.join();
-    return end_.code();
   }
 
-  // Runs one command: `line` split into `words` (not empty).
   void RunCommand(absl::string_view line,
-                  const std::vector<absl::string_view>& words) {
+                  const std::vector<absl::string_view>& words) override {
     const absl::string_view verb = words[0];
     int count = 0;
     if (verb == "allocate" && (words.size() == 3 || words.size() == 4) &&
@@ -62,8 +52,6 @@ class Emulator {
       if (!s.ok()) events_->Emit(CommandErrorEvent(line, s.message()));
     } else if (verb == "list" && words.size() == 1) {
       manager_.List();
-    } else if (verb == "quit" && words.size() == 1) {
-      end_.Signal(kKubeletOk);
     } else {
       events_->Emit(CommandErrorEvent(
           line,
@@ -72,15 +60,13 @@ class Emulator {
     }
   }
 
-  // How the run ends; RunEmulator waits on it.
-  Latch& end() { return end_; }
-
  private:
   std::string NextPodName() { return absl::StrCat("pod-", ++pod_counter_); }
 
   // Runs each pending allocation once its resource has enough healthy free
   // devices.
-  void AutoAllocate() {
+  void Automatic() override {
+    if (pending_.empty()) return;
     bool failed = false;
     while (!pending_.empty()) {
       const uint64_t seen = manager_.version();
@@ -97,7 +83,7 @@ class Emulator {
       if (!ran && !manager_.AwaitChange(seen)) return;
     }
     if (config_.exit_after_allocate) {
-      end_.Signal(failed ? kKubeletAllocationFailed : kKubeletOk);
+      End(failed ? kKubeletAllocationFailed : kKubeletOk);
     }
   }
 
@@ -105,11 +91,9 @@ class Emulator {
   EventSink* const events_;
   DeviceManager manager_;
   RegistrationServer server_;
-  Latch end_;
   std::atomic<int> pod_counter_{0};
-  // Owned by auto_thread_ once started.
+  // Owned by the Automatic thread once started.
   std::list<AutoAllocation> pending_;
-  std::thread auto_thread_;
 };
 
 }  // namespace
@@ -140,8 +124,8 @@ absl::StatusOr<AutoAllocation> ParseAutoAllocation(absl::string_view spec) {
 
 int RunKubelet(const KubeletConfig& config, EventSink* events, int input_fd,
                int stop_fd, std::ostream& err) {
-  Emulator emulator(config, events);
-  return RunEmulator(emulator, input_fd, stop_fd, kKubeletStartFailed, err);
+  KubeletEmulator emulator(config, events);
+  return emulator.Run(input_fd, stop_fd, kKubeletStartFailed, err);
 }
 
 }  // namespace gdp::dpctl
