@@ -6,7 +6,7 @@
 # through the config file, reloaded on SIGHUP. Last, the same daemon as the
 # DRA driver gpu.nvidia.com against the API server emulator and the
 # kubelet's DRA side (dpctl dra-kubelet): ResourceSlices, a claim prepared
-# into a CDI spec, and an XID turning into a device taint. Where podman can
+# into a CDI spec, and a GPU lost from the bus turning into a device taint. Where podman can
 # start containers (root, podman and runc), it ends with a workload
 # container made from an Allocate answer, showing its GPUs.
 set -euo pipefail
@@ -162,9 +162,9 @@ echo "== the claim's CDI spec: the container runtime injects /dev/nvidia2 from i
 $py -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["kind"], [(d["name"], [n["path"] for n in d["containerEdits"]["deviceNodes"]]) for d in s["devices"]])' \
   "$demo/cdi/k8s.gpu.nvidia.com-claim_$uid.json"
 
-echo "== XID 79 on GPU 5 (fell off the bus): the device is tainted in its slice"
-echo "xid 5 79" >>"$demo/control"
-for _ in $(seq 100); do slices | grep -q 'gpu.nvidia.com/xid' && break; sleep 0.1; done
+echo "== GPU 5 falls off the bus (XID 79, then NVML answers GPU_IS_LOST): its device is tainted in its slice"
+echo "lose 5" >>"$demo/control"
+for _ in $(seq 100); do slices | grep -q 'gpu.nvidia.com/gpu-lost' && break; sleep 0.1; done
 slices | $py -c '
 import json, sys
 for s in json.load(sys.stdin)["items"]:
