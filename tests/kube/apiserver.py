@@ -67,9 +67,8 @@ API (JSON only; HTTP/1.1 keep-alive, threaded)
     WATCH (?watch=true|1): resourceVersion ""/"0" first sends ADDED for
       every current match; other values send the events after it, or an
       ERROR event (Status 410, reason Expired) when older than the kept
-      history; allowWatchBookmarks, sendInitialEvents=true (ends the
-      initial events with a BOOKMARK annotated k8s.io/initial-events-end),
-      timeoutSeconds (the stream then ends cleanly). An object that starts
+      history; allowWatchBookmarks, timeoutSeconds (the stream then ends
+      cleanly). An object that starts
       or stops matching the selector arrives as ADDED / DELETED;
     POST create (201; metadata.generateName + 5 random characters of
       [a-z0-9] (the real server's alphabet, without vowels); 409

@@ -139,20 +139,6 @@ class WatchTest(unittest.TestCase):
     self.assertGreaterEqual(int(event["object"]["metadata"]
                                 ["resourceVersion"]), int(rv))
 
-  def test_send_initial_events(self):
-    self.c.create("nodes", {"metadata": {"name": "w-initial"}})
-    path = ("/api/v1/nodes?watch=true&sendInitialEvents=true&"
-            "allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&"
-            "fieldSelector=metadata.name%3Dw-initial&timeoutSeconds=5")
-    events = []
-    for event in self.c.stream(path):
-      events.append(event)
-      if event["type"] == "BOOKMARK":
-        break
-    self.assertEqual(events[0]["type"], "ADDED")
-    self.assertEqual(events[-1]["object"]["metadata"]["annotations"],
-                     {"k8s.io/initial-events-end": "true"})
-
   def test_close_watches(self):
     self.c.create("nodes", {"metadata": {"name": "w-close"}})
     watch = Watch(self.c, "nodes", resource_version="0",

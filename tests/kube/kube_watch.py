@@ -4,12 +4,10 @@ serve(handler, kind, namespace, name, selector, query, entry) streams the
 events of one kind from the store until timeoutSeconds pass, the client
 goes away, the history no longer holds the next event (an ERROR event with
 a 410 Status) or the control API closes watches. resourceVersion "" or "0"
-(or sendInitialEvents=true) first sends an ADDED event for each current
-matching object; any other resourceVersion sends the events after it (an
-ERROR 410 event when it is older than the kept history). With
-allowWatchBookmarks=true a BOOKMARK goes out after the server's bookmark
-interval without events, and after the initial events when
-sendInitialEvents=true (annotated k8s.io/initial-events-end). A modified
+first sends an ADDED event for each current matching object; any other
+resourceVersion sends the events after it (an ERROR 410 event when it is
+older than the kept history). With allowWatchBookmarks=true a BOOKMARK goes
+out after the server's bookmark interval without events. A modified
 object that starts or stops matching the selector arrives as ADDED or
 DELETED, as kube-apiserver sends it.
 """
@@ -88,7 +86,6 @@ def serve(handler, kind, namespace, name, selector, query, entry):
   server = handler.server
   store = server.state.api.store
   rv_text = query.get("resourceVersion", "")
-  send_initial = query.get("sendInitialEvents") == "true"
   bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
   timeout = query.get("timeoutSeconds")
   deadline = None
@@ -109,7 +106,7 @@ def serve(handler, kind, namespace, name, selector, query, entry):
 
   with store.cond:
     initial = []
-    if start_rv is None or send_initial:
+    if start_rv is None:
       initial = [o for _, o in sorted(store.objects(kind.name).items())
                  if matches(o)]
       start_rv = store.rv
@@ -130,8 +127,6 @@ def serve(handler, kind, namespace, name, selector, query, entry):
       return
     for obj in initial:
       stream.event("ADDED", _dumps(obj))
-    if send_initial and bookmarks:
-      stream.event("BOOKMARK", _bookmark(kind, start_rv, initial_end=True))
     _loop(stream, store, kind, matches, start_rv, deadline, epoch,
           server.bookmark_seconds if bookmarks else None)
   except _Closed:
@@ -141,12 +136,9 @@ def serve(handler, kind, namespace, name, selector, query, entry):
       store.open_watches -= 1
 
 
-def _bookmark(kind, rv, initial_end=False):
-  meta = {"resourceVersion": str(rv)}
-  if initial_end:
-    meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+def _bookmark(kind, rv):
   return _dumps({"kind": kind.name, "apiVersion": kind.api_version,
-                 "metadata": meta})
+                 "metadata": {"resourceVersion": str(rv)}})
 
 
 def _translate(event, kind, matches):
