@@ -80,8 +80,8 @@ API (JSON only; HTTP/1.1 keep-alive, threaded)
       main resource ignores status and /status changes only status;
     DELETE one (200 with the object; DeleteOptions body with
       preconditions.uid / preconditions.resourceVersion: 409 Conflict on
-      mismatch). An object with metadata.finalizers only gets
-      metadata.deletionTimestamp; it goes when an update empties them;
+      mismatch). The object goes at once: metadata.finalizers are kept
+      as written but hold nothing back (no graceful deletion);
     DELETECOLLECTION (DELETE on the collection, fieldSelector /
       labelSelector; answers the <Kind>List of what was deleted).
     PATCH is not supported (405), nor is dryRun (400).

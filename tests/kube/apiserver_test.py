@@ -273,20 +273,6 @@ class ApiTest(unittest.TestCase):
                   [i["metadata"]["name"] for i in everywhere["items"]])
     self.emu.control("DELETE", "violations")
 
-  def test_finalizers_delay_deletion(self):
-    body = claim("final-claim")
-    body["metadata"]["finalizers"] = [
-        "resource.kubernetes.io/delete-protection"]
-    self.c.create("resourceclaims", body)
-    marked = self.c.delete("resourceclaims", "final-claim", "default")
-    self.assertIn("deletionTimestamp", marked["metadata"])
-    still = self.c.get("resourceclaims", "final-claim", "default")
-    still["metadata"]["finalizers"] = []
-    self.c.update("resourceclaims", still)
-    code, _ = self.c.request("GET", "/apis/resource.k8s.io/v1/namespaces/"
-                             "default/resourceclaims/final-claim")
-    self.assertEqual(code, 404)
-
   def test_requests_log(self):
     self.c.request("GET", "/api/v1/nodes/log-probe?x=1",
                    headers={"User-Agent": "probe-agent/1.0"})

@@ -227,12 +227,8 @@ class Api:
                       "status" if status else "")
       rv = self.store.next_rv()
       meta["resourceVersion"] = str(rv)
-      if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-        del objs[(namespace or "", name)]
-        self.store.record(rv, "DELETED", kind, new, old)
-      else:
-        objs[(namespace or "", name)] = new
-        self.store.record(rv, "MODIFIED", kind, new, old)
+      objs[(namespace or "", name)] = new
+      self.store.record(rv, "MODIFIED", kind, new, old)
     return new
 
   def delete(self, kind, namespace, name, options):
@@ -254,23 +250,10 @@ class Api:
       return deleted, self.store.rv
 
   def _delete_locked(self, kind, obj):
-    meta = obj["metadata"]
-    objs = self.store.objects(kind.name)
-    key = _object_key(obj)
-    if meta.get("finalizers") and meta.get("deletionTimestamp"):
-      return obj  # Already being deleted; waits for its finalizers.
     rv = self.store.next_rv()
-    if meta.get("finalizers"):
-      new = kube_meta.clone(obj)
-      new["metadata"]["deletionTimestamp"] = now_rfc3339()
-      new["metadata"]["deletionGracePeriodSeconds"] = 0
-      new["metadata"]["resourceVersion"] = str(rv)
-      objs[key] = new
-      self.store.record(rv, "MODIFIED", kind, new, obj)
-      return new
-    del objs[key]
+    del self.store.objects(kind.name)[_object_key(obj)]
     gone = dict(obj)
-    gone["metadata"] = dict(meta, resourceVersion=str(rv))
+    gone["metadata"] = dict(obj["metadata"], resourceVersion=str(rv))
     self.store.record(rv, "DELETED", kind, gone, obj)
     return gone
 
