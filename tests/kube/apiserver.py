@@ -51,8 +51,8 @@ CLI
   SIGTERM and SIGINT exit 0 at once, open watches included.
 
 API (JSON only; HTTP/1.1 keep-alive, threaded)
-  Authentication: "Authorization: Bearer <token>" must name a valid token
-  (initially DIR/token), else 401 Unauthorized.
+  Authentication: "Authorization: Bearer <token>" must name the token of
+  DIR/token, else 401 Unauthorized.
   Kinds: core/v1 Node (/api/v1/nodes[/NAME]); resource.k8s.io/v1
   ResourceSlice (/apis/resource.k8s.io/v1/resourceslices[/NAME]),
   DeviceClass (.../deviceclasses[/NAME]), ResourceClaim
@@ -140,7 +140,6 @@ Control API (HTTPS on the same port, no authentication, JSON)
                                when it starts, duration null; status -1: a
                                close fault dropped it)
   DELETE /emulator/requests    clears them
-  POST   /emulator/tokens      {"tokens":[...]} replaces the valid tokens
   POST   /emulator/faults      {"status":503, "count":N, "methods":["PUT"],
                                "path_prefix":"/apis/resource.k8s.io/v1/...",
                                "retry_after_seconds":S, "message":M}: the next
@@ -263,7 +262,7 @@ def main(argv):
   store = kube_store.Store(history=args.history)
   api = kube_api.Api(store, schema, kube_dra_rules.DraRules(minor),
                      drop_taints=args.drop_taints)
-  state = kube_control.State(api, [creds["token_value"]],
+  state = kube_control.State(api, creds["token_value"],
                              log_events=args.log_events)
   context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
   context.load_cert_chain(creds["cert"], creds["key"])

@@ -1,6 +1,6 @@
 """The emulator's test-facing state and its control API (/emulator/...).
 
-State holds what tests steer and inspect: the valid bearer tokens, pending
+State holds what tests steer and inspect: the valid bearer token, pending
 faults, the log of requests and the recorded violations. State.control()
 answers one /emulator/ request; apiserver.py's docstring lists the calls.
 Every method is thread-safe (one lock).
@@ -13,12 +13,12 @@ import time
 
 
 class State:
-  """Tokens, faults, request log and violations; see the module docstring."""
+  """Token, faults, request log and violations; see the module docstring."""
 
-  def __init__(self, api, tokens, log_events=False, max_requests=100000):
+  def __init__(self, api, token, log_events=False, max_requests=100000):
     self.api = api
     self._lock = threading.Lock()
-    self._tokens = set(tokens)
+    self._token = token  # never changes
     self._faults = []
     self._violations = []
     self._requests = []
@@ -28,12 +28,10 @@ class State:
   # Used by the request handler.
 
   def authorized(self, header):
-    """Whether an Authorization header value carries a valid token."""
+    """Whether an Authorization header value carries the valid token."""
     if not header or not header.startswith("Bearer "):
       return False
-    token = header[len("Bearer "):].strip()
-    with self._lock:
-      return token in self._tokens
+    return header[len("Bearer "):].strip() == self._token
 
   def take_fault(self, method, path):
     """The first fault matching the request, counted down; or None."""
@@ -104,15 +102,6 @@ class State:
     with self._lock:
       self._requests = []
     return {}
-
-  def _post_tokens(self, body):
-    tokens = body["tokens"]
-    if not isinstance(tokens, list) or not all(isinstance(t, str)
-                                               for t in tokens):
-      raise ValueError("tokens must be a list of strings")
-    with self._lock:
-      self._tokens = set(tokens)
-    return {"tokens": len(tokens)}
 
   def _post_faults(self, body):
     if not isinstance(body, dict):
