@@ -10,7 +10,7 @@ python3-jsonschema and python3-yaml only.
 CLI
   apiserver.py --dir DIR [--port N] [--schema PATH]
                [--kube-version 1.34|1.35|1.36] [--drop-taints]
-               [--history N] [--bookmark-seconds S] [--log-events]
+               [--history N] [--bookmark-seconds S]
 
   --dir DIR        Credentials, created once and reused when present:
                    DIR/ca.crt, DIR/ca.key (ECDSA P-256 CA), DIR/server.crt,
@@ -41,9 +41,6 @@ CLI
                    resourceVersion gets an ERROR event with a 410 Status.
   --bookmark-seconds S  Idle time after which a watch with
                    allowWatchBookmarks=true gets a BOOKMARK (default 5).
-  --log-events     Also print each violation as a JSON line on stdout
-                   ({"event":"violation",...}); off by default so that a
-                   test that stops reading stdout never blocks the server.
 
   When ready it prints one JSON line on stdout and flushes it:
   {"event":"listening","port":N,"kubeconfig":"DIR/kubeconfig",
@@ -221,8 +218,6 @@ def parse_args(argv):
                       help="watch events kept")
   parser.add_argument("--bookmark-seconds", type=float, default=5.0,
                       help="idle time before a BOOKMARK event")
-  parser.add_argument("--log-events", action="store_true",
-                      help="print violations as JSON lines on stdout")
   args = parser.parse_args(argv)
   if args.kube_version not in ("1.34", "1.35", "1.36"):
     parser.error("GDP_EMULATOR_KUBE_VERSION: %s is not 1.34, 1.35 or 1.36" %
@@ -262,8 +257,7 @@ def main(argv):
   store = kube_store.Store(history=args.history)
   api = kube_api.Api(store, schema, kube_dra_rules.DraRules(minor),
                      drop_taints=args.drop_taints)
-  state = kube_control.State(api, creds["token_value"],
-                             log_events=args.log_events)
+  state = kube_control.State(api, creds["token_value"])
   context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
   context.load_cert_chain(creds["cert"], creds["key"])
   context.set_alpn_protocols(["http/1.1"])

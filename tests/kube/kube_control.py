@@ -6,8 +6,6 @@ answers one /emulator/ request; apiserver.py's docstring lists the calls.
 Every method is thread-safe (one lock).
 """
 
-import json
-import sys
 import threading
 import time
 
@@ -15,7 +13,7 @@ import time
 class State:
   """Token, faults, request log and violations; see the module docstring."""
 
-  def __init__(self, api, token, log_events=False, max_requests=100000):
+  def __init__(self, api, token, max_requests=100000):
     self.api = api
     self._lock = threading.Lock()
     self._token = token  # never changes
@@ -23,7 +21,6 @@ class State:
     self._violations = []
     self._requests = []
     self._max_requests = max_requests
-    self._log_events = log_events
 
   # Used by the request handler.
 
@@ -50,13 +47,11 @@ class State:
     return None
 
   def add_violation(self, method, path, message, obj):
-    """Records a refused write (and prints it with --log-events)."""
+    """Records a refused write."""
     entry = {"time": time.time(), "method": method, "path": path,
              "message": message, "object": obj}
     with self._lock:
       self._violations.append(entry)
-    self.emit({"event": "violation", "method": method, "path": path,
-               "message": message})
 
   def add_request(self, entry):
     """Appends to the request log (the oldest go beyond max_requests)."""
@@ -64,12 +59,6 @@ class State:
       self._requests.append(entry)
       if len(self._requests) > self._max_requests:
         del self._requests[:len(self._requests) - self._max_requests]
-
-  def emit(self, event):
-    """Prints an event as a JSON line when --log-events is on."""
-    if self._log_events:
-      sys.stdout.write(json.dumps(event, separators=(",", ":")) + "\n")
-      sys.stdout.flush()
 
   # The control API.
 
