@@ -89,7 +89,7 @@ API (JSON only; HTTP/1.1 keep-alive, threaded)
   Selectors: fieldSelector terms f=v, f==v, f!=v joined by commas, on
   metadata.name, metadata.namespace and, for ResourceSlice, spec.nodeName,
   spec.driver, spec.pool.name (others: 400 "field label not supported");
-  labelSelector k=v, k==v, k!=v, k, !k, k in (a,b), k notin (a,b).
+  labelSelector k=v, k==v, k!=v (set-based terms: 400).
   Server-set fields: metadata.uid (uuid4), metadata.resourceVersion (one
   counter for all kinds, bumped by every write), creationTimestamp,
   generation (1, +1 when spec changes), managedFields (an Update entry per

@@ -139,7 +139,7 @@ class ApiTest(unittest.TestCase):
         self.assertEqual(len(gone["items"]), 2)
         self.c.delete(resource, names[2], ns)
         self.assertEqual(self.c.list(resource, ns,
-                                     label_selector="each")["items"], [])
+                                     label_selector="each=no")["items"], [])
     self.assertEqual(self.emu.violations(), [])
 
   def test_slice_create_generate_name_and_conflicts(self):

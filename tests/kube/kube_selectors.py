@@ -5,29 +5,16 @@
 
 field_selector: terms "f=v", "f==v" or "f!=v" joined by commas, where f is
 one of fields (a dict of field name -> function(obj) -> string; a missing
-field reads as ""). label_selector: "k=v", "k==v", "k!=v", "k", "!k",
-"k in (a,b)", "k notin (a,b)" joined by commas. ValueError names the term
-that is not understood. Immutable once parsed, safe from any thread.
+field reads as ""). label_selector: terms "k=v", "k==v" or "k!=v" joined by
+commas; the set-based terms (k, !k, k in (...), k notin (...)) are not
+served. ValueError names the term that is not understood. Immutable once
+parsed, safe from any thread.
 """
-
-import re
-
-_LABEL_SET_TERM = re.compile(r"\s*(\S+)\s+(in|notin)\s+\(([^)]*)\)\s*\Z")
 
 
 def _split_terms(text):
-  """Splits at commas outside parentheses."""
-  terms, depth, start = [], 0, 0
-  for i, ch in enumerate(text):
-    if ch == "(":
-      depth += 1
-    elif ch == ")":
-      depth -= 1
-    elif ch == "," and depth == 0:
-      terms.append(text[start:i])
-      start = i + 1
-  terms.append(text[start:])
-  return [t.strip() for t in terms if t.strip()]
+  """The non-empty terms between commas."""
+  return [t.strip() for t in text.split(",") if t.strip()]
 
 
 def _split_op(term):
@@ -68,7 +55,7 @@ class Selector:
 
   def __init__(self, field_terms, label_terms):
     self._fields = field_terms    # [(getter, op, value)]
-    self._labels = label_terms    # [(key, op, values)]
+    self._labels = label_terms    # [(key, op, value)]
 
   @classmethod
   def parse(cls, field_selector, label_selector, fields):
@@ -90,24 +77,12 @@ class Selector:
 
   @staticmethod
   def _parse_label_term(term):
-    m = _LABEL_SET_TERM.match(term)
-    if m:
-      values = {v.strip() for v in m.group(3).split(",") if v.strip()}
-      return m.group(1), m.group(2), values
     parsed = _split_op(term)
-    if parsed is not None:
-      key, op, value = parsed
-      if not key or any(c in key + value for c in " ()!="):
-        raise ValueError("invalid label selector term %r" % term)
-      return key, "!=" if op == "!=" else "=", {value}
-    if term.startswith("!"):
-      key = term[1:].strip()
-      op = "!exists"
-    else:
-      key, op = term, "exists"
-    if not key or any(c in key for c in " ()!=,"):
-      raise ValueError("invalid label selector term %r" % term)
-    return key, op, set()
+    if parsed is None or any(c in parsed[0] + parsed[2] for c in " ()!="):
+      raise ValueError("invalid label selector term %r: expected "
+                       "key=value, key==value or key!=value" % term)
+    key, op, value = parsed
+    return key, "!=" if op == "!=" else "=", value
 
   def matches(self, obj):
     """Whether obj (a dict) satisfies every field and label term."""
@@ -117,16 +92,8 @@ class Selector:
     if not self._labels:
       return True
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    for key, op, values in self._labels:
-      present = key in labels
-      if op == "exists":
-        ok = present
-      elif op == "!exists":
-        ok = not present
-      elif op in ("=", "in"):
-        ok = present and labels[key] in values
-      else:  # "!=" and "notin" also match objects without the label.
-        ok = not present or labels[key] not in values
-      if not ok:
+    for key, op, value in self._labels:
+      # "!=" also matches objects without the label.
+      if (labels.get(key) == value) != (op == "="):
         return False
     return True
