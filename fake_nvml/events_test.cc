@@ -116,6 +116,38 @@ TEST_F(EventsTest, OnlyRegisteredDevicesAndTypesAreQueued) {
   EXPECT_EQ(NVML(nvmlEventSetFree)(other), NVML_SUCCESS);
 }
 
+TEST_F(EventsTest, EachSetQueuesItsOwnEvents) {
+  // As NVML: an event goes to every set recording its GPU and type at the
+  // time, into each set's own queue; taking or freeing one set's events
+  // leaves the other's.
+  ASSERT_EQ(NVML(nvmlDeviceRegisterEvents)(Device(0), kAll, set_),
+            NVML_SUCCESS);
+  Control("xid 0 31");
+  nvmlEventData_t data;
+  ASSERT_EQ(Wait(&data, 2000), NVML_SUCCESS);
+  EXPECT_EQ(data.eventData, 31u);
+  nvmlEventSet_t other = nullptr;
+  ASSERT_EQ(NVML(nvmlEventSetCreate)(&other), NVML_SUCCESS);
+  ASSERT_EQ(NVML(nvmlDeviceRegisterEvents)(Device(0), kAll, other),
+            NVML_SUCCESS);
+  // The XID before `other` recorded GPU 0 is not queued there.
+  EXPECT_EQ(NVML(nvmlEventSetWait_v2)(other, &data, 0), NVML_ERROR_TIMEOUT);
+  Control("xid 0 43");  // queued on both
+  ASSERT_EQ(NVML(nvmlEventSetWait_v2)(other, &data, 2000), NVML_SUCCESS);
+  EXPECT_EQ(data.eventData, 43u);
+  ASSERT_EQ(Wait(&data, 2000), NVML_SUCCESS);
+  EXPECT_EQ(data.eventData, 43u);
+  Control("xid 0 13");
+  ASSERT_EQ(Wait(&data, 2000), NVML_SUCCESS);
+  EXPECT_EQ(data.eventData, 13u);
+  // Freed with the XID still queued on it: set_ goes on.
+  EXPECT_EQ(NVML(nvmlEventSetFree)(other), NVML_SUCCESS);
+  EXPECT_EQ(Wait(&data, 0), NVML_ERROR_TIMEOUT);
+  Control("xid 0 45");
+  ASSERT_EQ(Wait(&data, 2000), NVML_SUCCESS);
+  EXPECT_EQ(data.eventData, 45u);
+}
+
 TEST_F(EventsTest, LosingAGpuQueuesXid79ThenWaitsAnswerGpuIsLost) {
   ASSERT_EQ(NVML(nvmlDeviceRegisterEvents)(Device(1), kAll, set_),
             NVML_SUCCESS);

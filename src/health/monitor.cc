@@ -34,7 +34,10 @@ HealthMonitor::HealthMonitor(const Nvml& nvml, HealthTracker& tracker,
 
 HealthMonitor::~HealthMonitor() {
   // Freeing the set is an NVML call too: not made while NVML hangs.
-  if (set_ != nullptr && !nvml_.Hangs().empty()) KeepUntilExit(std::move(set_));
+  if (!nvml_.Hangs().empty()) {
+    if (set_ != nullptr) KeepUntilExit(std::move(set_));
+    if (old_set_ != nullptr) KeepUntilExit(std::move(old_set_));
+  }
 }
 
 void HealthMonitor::Watch(std::vector<WatchedGpu> gpus) {
@@ -166,6 +169,19 @@ bool HealthMonitor::SetUp() {
   set_ = std::shared_ptr<NvmlEventSet>(*std::move(set));
   for (Watched& gpu : gpus_) Register(gpu);
   next_sweep_ = now + options_.sweep_interval;
+  if (old_set_ != nullptr && !stopping()) {
+    // The job frees the old set when it ends (or leaves it, if it hangs).
+    absl::StatusOr<std::vector<NvmlEvent>> events =
+        runner_.Call<std::vector<NvmlEvent>>(
+            [old = std::move(old_set_), now_set = set_]() mutable {
+              std::vector<NvmlEvent> out = TakeOver(*old, *now_set);
+              old.reset();
+              return out;
+            });
+    old_set_ = nullptr;
+    if (stopping()) return true;
+    if (events.ok() && !events->empty()) HandleEvents(*events);
+  }
   return true;
 }
 
@@ -328,7 +344,7 @@ void HealthMonitor::Step(absl::Duration max_wait) {
         // only after retry_interval, so that it cannot spin.
         Sweep();
         const bool again = remade_after_lost_;
-        DropEventSet();
+        DropEventSet(/*free=*/false);
         if (!again) {
           next_setup_ = absl::InfinitePast();
           remade_after_lost_ = true;
@@ -341,17 +357,23 @@ void HealthMonitor::Step(absl::Duration max_wait) {
                 ? std::string(status.message())
                 : absl::StrCat("NVML event wait failed: ", status.message()),
             options_.clock());
-        DropEventSet();
+        DropEventSet(/*free=*/IsNvmlHang(status));
         return;
     }
   }
 }
 
-void HealthMonitor::DropEventSet() {
+void HealthMonitor::DropEventSet(bool free) {
   // Freed on the runner: a free that hangs is given up like any call.
-  if (set_ != nullptr) {
-    (void)runner_.Run([set = std::move(set_)]() mutable { set.reset(); });
+  if (free || old_set_ != nullptr) {
+    std::shared_ptr<NvmlEventSet> gone =
+        free ? std::move(set_) : std::move(old_set_);
+    if (gone != nullptr) {
+      (void)runner_.Run([set = std::move(gone)]() mutable { set.reset(); });
+    }
   }
+  if (set_ != nullptr) old_set_ = std::move(set_);
+  set_ = nullptr;
   next_setup_ = absl::Now() + options_.retry_interval;
   for (Watched& gpu : gpus_) gpu.registered = false;
 }

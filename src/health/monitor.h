@@ -85,7 +85,7 @@ class HealthMonitor {
   HealthMonitor(const Nvml& nvml, HealthTracker& tracker,
                 std::vector<WatchedGpu> gpus,
                 HealthMonitorOptions options = {});
-  // Frees the event set (leaves it, while an NVML call hangs). REQUIRES:
+  // Frees the event sets (leaves them, while an NVML call hangs). REQUIRES:
   // Run/Step are not running.
   ~HealthMonitor();
   HealthMonitor(const HealthMonitor&) = delete;
@@ -113,7 +113,10 @@ class HealthMonitor {
   // or times out. A wait answering NVML_ERROR_GPU_IS_LOST is no NVML
   // failure: every GPU is probed at once and the event set made anew
   // without the lost GPU, at the next Step (or after retry_interval if the
-  // new set answers that again at once).
+  // new set answers that again at once). A set given up (GPU_IS_LOST, or a
+  // failure other than a hang) is freed only once its successor records
+  // the GPUs: the events queued on it by then are handed to the tracker,
+  // those that reached both sets once (TakeOver).
   void Step(absl::Duration max_wait) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Steps until Stop; then marks itself ended (RunEnded).
@@ -151,7 +154,10 @@ class HealthMonitor {
     std::optional<NvmlResetMarkers> reset_markers;
   };
 
-  // Makes the event set and registers every GPU. False if NVML failed.
+  // Makes the event set and registers every GPU; then, if an old set
+  // waits to be taken over from, hands the events of both (TakeOver) to
+  // the tracker and frees the old set. False if NVML failed (the old set,
+  // if any, is kept for the next try).
   bool SetUp();
   // Tells the tracker about a hang outcome of `gpu` (or of NVML as a whole);
   // false if `out` is no hang.
@@ -186,8 +192,11 @@ class HealthMonitor {
   // has nothing to follow up (every GPU registered and without error, NVML
   // working). `deadline`: the Step's (real time).
   QuietRounds QuietPlan(uint64_t interrupts_seen, absl::Time deadline) const;
-  // Frees the event set; a new one is made after retry_interval.
-  void DropEventSet();
+  // Gives up the event set; a new one is made after retry_interval. The
+  // set is kept as old_set_ (what it queued until the new set records the
+  // GPUs is taken then) unless `free` (a set NVML hangs on), or it is
+  // freed.
+  void DropEventSet(bool free);
   void Handle(const NvmlEvent& event);
   // Reads the reset markers of the GPUs that `events` make need a reset
   // (before the tracker hears of them, so that the first read is of the
@@ -210,6 +219,9 @@ class HealthMonitor {
   // waiting on it (which may outlive the monitor after Stop).
   std::vector<Watched> gpus_;
   std::shared_ptr<NvmlEventSet> set_;
+  // The set given up for one that is not made yet: kept until its
+  // successor records the GPUs, so that no event between the two is lost.
+  std::shared_ptr<NvmlEventSet> old_set_;
   absl::Time next_sweep_ = absl::InfinitePast();    // tracker clock
   absl::Time next_signals_ = absl::InfinitePast();  // tracker clock
   absl::Time next_setup_ = absl::InfinitePast();    // real time

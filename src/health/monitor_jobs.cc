@@ -1,5 +1,6 @@
 #include "health/monitor_jobs.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gdp {
@@ -132,6 +133,67 @@ WaitAnswer WaitOn(NvmlEventSet& set, absl::Duration wait, const Nvml& nvml,
     a.sweep.reset();
     for (WatchedGpu& g : sweep) g.read_signals = now + wait >= signals_due;
   }
+}
+
+namespace {
+
+// Every event queued on `set` now, at most kMaxWaitEvents.
+std::vector<NvmlEvent> TakeQueued(NvmlEventSet& set) {
+  std::vector<NvmlEvent> out;
+  while (out.size() < kMaxWaitEvents) {
+    absl::StatusOr<NvmlEvent> event = set.Wait(absl::ZeroDuration());
+    if (!event.ok()) break;
+    out.push_back(*event);
+  }
+  return out;
+}
+
+// The events of `events` about `device`, in order.
+std::vector<NvmlEvent> EventsOf(const std::vector<NvmlEvent>& events,
+                                nvmlDevice_t device) {
+  std::vector<NvmlEvent> out;
+  for (const NvmlEvent& e : events) {
+    if (e.device == device) out.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<NvmlEvent> NotTakenBefore(const std::vector<NvmlEvent>& earlier,
+                                      const std::vector<NvmlEvent>& later) {
+  // How many of each GPU's first events in `later` to drop.
+  std::vector<std::pair<nvmlDevice_t, size_t>> drop;
+  for (const NvmlEvent& e : later) {
+    if (std::any_of(drop.begin(), drop.end(),
+                    [&](const auto& d) { return d.first == e.device; })) {
+      continue;
+    }
+    const std::vector<NvmlEvent> before = EventsOf(earlier, e.device);
+    const std::vector<NvmlEvent> after = EventsOf(later, e.device);
+    size_t n = std::min(before.size(), after.size());
+    while (n > 0 && !std::equal(before.end() - n, before.end(), after.begin()))
+      --n;
+    drop.emplace_back(e.device, n);
+  }
+  std::vector<NvmlEvent> out;
+  for (const NvmlEvent& e : later) {
+    auto it = std::find_if(drop.begin(), drop.end(),
+                           [&](const auto& d) { return d.first == e.device; });
+    if (it->second > 0) {
+      --it->second;
+      continue;
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<NvmlEvent> TakeOver(NvmlEventSet& old, NvmlEventSet& now) {
+  std::vector<NvmlEvent> out = TakeQueued(old);
+  const std::vector<NvmlEvent> taken = TakeQueued(now);
+  for (const NvmlEvent& e : NotTakenBefore(out, taken)) out.push_back(e);
+  return out;
 }
 
 }  // namespace gdp

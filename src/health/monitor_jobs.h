@@ -112,6 +112,27 @@ inline constexpr size_t kMaxWaitEvents = 1024;
 WaitAnswer WaitOn(NvmlEventSet& set, absl::Duration wait, const Nvml& nvml,
                   std::vector<WatchedGpu> sweep, const QuietRounds& quiet);
 
+// Takes over from event set `old` to `now`, on which the GPUs are already
+// registered: NVML queues an event on every set recording its GPU and type,
+// so what came before a GPU's registration on `now` is queued only on `old`
+// and what came after it on both. Takes every event queued on `old`
+// (waits of timeout 0 until one returns none: NVML_ERROR_TIMEOUT,
+// GPU_IS_LOST or any error), then every event queued on `now` the same
+// way, and returns both, `old`'s first, each event once: of a GPU's events
+// from `now`, the first ones that repeat the last ones from `old` (the
+// longest such run) are the same events and are dropped. Identical events
+// of one GPU (same type, data and instances) arriving between the two
+// takes may so be counted once. At most kMaxWaitEvents are taken from
+// each set; the rest of `now`'s stay queued.
+std::vector<NvmlEvent> TakeOver(NvmlEventSet& old, NvmlEventSet& now);
+
+// Of `later` (events taken from a set after `earlier` were taken from
+// another recording the same GPUs), those that are not `earlier`'s: for
+// each GPU, its first events in `later` that repeat its last ones in
+// `earlier`, the longest such run, are dropped. The order is kept.
+std::vector<NvmlEvent> NotTakenBefore(const std::vector<NvmlEvent>& earlier,
+                                      const std::vector<NvmlEvent>& later);
+
 }  // namespace gdp
 
 #endif  // GDP_HEALTH_MONITOR_JOBS_H_

@@ -34,6 +34,10 @@ struct NvmlEvent {
   // when it names none (always so with a pre-R450 library).
   unsigned gpu_instance_id = kNvmlAllInstances;
   unsigned compute_instance_id = kNvmlAllInstances;
+
+  // Every field alike: NVML's nvmlEventData_t carries no time, so two
+  // events of a GPU alike in all of them cannot be told apart.
+  bool operator==(const NvmlEvent&) const = default;
 };
 
 // An NVML event set (nvmlEventSetCreate), freed by the destructor. Made by
