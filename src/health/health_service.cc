@@ -37,7 +37,10 @@ void HealthService::Restore(const NodeGpus& node,
   if (!enabled()) {
     LOG_INFO("Health checks are off: the health state file is not used");
   } else {
-    tracker_.Import(state_.Load(), GpuRefs(node), absl::Now());
+    const HealthState saved = state_.Load();
+    const std::vector<GpuRef> present = GpuRefs(node);
+    tracker_.Import(saved, present, absl::Now());
+    state_.Hold(saved, present);
     state_.Save(tracker_, absl::Now());
   }
   tracker_.SetOnChange([this, on_change = std::move(on_change)] {
@@ -58,15 +61,20 @@ void HealthService::StartMonitor(const NodeGpus& node,
 }
 
 void HealthService::Follow(const NodeGpus& served, const NodeGpus& node) {
+  const std::vector<GpuRef> present = GpuRefs(node);
+  // A GPU left out since start-up whose saved state is held gets it now.
+  const HealthState held = state_.Claim(present);
+  if (!held.gpus.empty()) tracker_.Import(held, present, absl::Now());
   // A GPU that vanished from discovery and is back was reset.
-  for (const GpuRef& now : GpuRefs(node)) {
+  for (const GpuRef& now : present) {
     bool before =
         std::any_of(served.gpus.begin(), served.gpus.end(),
                     [&](const GpuInfo& g) { return g.uuid == now.uuid; });
-    if (!before) {
+    if (!before && !held.gpus.contains(now.uuid)) {
       tracker_.OnReset(now, "it reappeared in discovery", absl::Now());
     }
   }
+  if (!held.gpus.empty()) state_.Save(tracker_, absl::Now());
   if (monitor_ != nullptr) monitor_->Watch(WatchedGpus(node));
 }
 

@@ -56,8 +56,9 @@ class HealthService {
   std::string nvml_failure() const;
 
   // When enabled, restores the health saved in the state file by an
-  // earlier run in this boot for the GPUs in `node` and writes the file
-  // back (HealthStateStore::Load, HealthTracker::Import, Save); when not,
+  // earlier run in this boot for the GPUs in `node`, keeps the saved
+  // records of GPUs not in `node` for Follow (HealthStateStore::Hold) and
+  // writes the file back (Load, HealthTracker::Import, Save); when not,
   // logs that the file is not used. From then on, after every change of
   // any device's health, `on_change` runs and then the file is written if
   // the state differs. `on_change` runs on the thread whose call made the
@@ -72,9 +73,12 @@ class HealthService {
   // after Restore.
   void StartMonitor(const NodeGpus& node, HealthMonitorOptions options);
 
-  // `node` is served now in place of `served`: each GPU of `node` not in
-  // `served` (by UUID) was reset ("it reappeared in discovery"), and the
-  // monitor also watches `node`'s GPUs (it never drops one).
+  // `node` is served now in place of `served`: each GPU of `node` whose
+  // saved record Restore kept (it was not found at start) gets it
+  // (HealthStateStore::Claim, HealthTracker::Import) and the file is
+  // written; each other GPU of `node` not in `served` (by UUID) was reset
+  // ("it reappeared in discovery"); and the monitor also watches `node`'s
+  // GPUs (it never drops one).
   void Follow(const NodeGpus& served, const NodeGpus& node);
 
   // Reads the state file again (SIGHUP), when enabled and a file is kept:

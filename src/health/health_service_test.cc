@@ -174,6 +174,81 @@ TEST_F(HealthServiceTest, FollowCountsAGpuNewToDiscoveryAsReset) {
   EXPECT_GT(changes_.load(), before);
 }
 
+// A GPU whose NVML calls hang at start-up is left out of discovery: its
+// saved record stays in the file, untouched by every save, until it is
+// found again (then restored) or the boot changes (then dropped).
+TEST_F(HealthServiceTest, SavedStateOfAGpuLeftOutAtStartWaitsForIt) {
+  const absl::Time since =
+      absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
+  HealthState file;
+  file.boot_id = "boot-1";
+  for (unsigned i = 0; i < 2; ++i) {
+    SavedUnit u;
+    u.state = SavedUnitState::kNeedsReset;
+    u.reason = "XID 48 (double-bit ECC error)";
+    u.cause = {HealthCause::Kind::kXid, 48};
+    u.since = since;
+    u.failures = {since};
+    file.gpus[refs_[i].uuid] = SavedGpu{i, {u}};
+  }
+  const std::string path = HealthStatePath(StateDir());
+  ASSERT_TRUE(WriteHealthStateText(path, SerializeHealthState(file)).ok());
+  const SavedGpu left_out = file.gpus.at(refs_[1].uuid);
+
+  NodeGpus all = node_;
+  node_.gpus.pop_back();  // GPU 1 hung at start-up
+  MakeService();
+  EXPECT_EQ(HealthOf(0), Health::kUnhealthy);
+  EXPECT_EQ(HealthOf(1), Health::kHealthy) << "not served, not tracked";
+  absl::StatusOr<HealthState> saved = ReadHealthState(path);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_THAT(saved->gpus.at(refs_[0].uuid).units.at(0).reason,
+              HasSubstr("restored from the state file"))
+      << "the first save wrote the file";
+  ASSERT_TRUE(saved->gpus.contains(refs_[1].uuid));
+  EXPECT_EQ(saved->gpus.at(refs_[1].uuid), left_out);
+
+  // A later save (the operator cleared GPU 0) keeps it too.
+  saved->gpus.erase(refs_[0].uuid);
+  ASSERT_TRUE(WriteHealthStateText(path, SerializeHealthState(*saved)).ok());
+  service_->ReloadState();
+  EXPECT_EQ(HealthOf(0), Health::kHealthy);
+  saved = ReadHealthState(path);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_FALSE(saved->gpus.contains(refs_[0].uuid));
+  ASSERT_TRUE(saved->gpus.contains(refs_[1].uuid));
+  EXPECT_EQ(saved->gpus.at(refs_[1].uuid), left_out);
+
+  // Found again: restored (not counted as reset), and saved as restored.
+  const int before = changes_.load();
+  service_->Follow(node_, all);
+  EXPECT_EQ(HealthOf(1), Health::kUnhealthy);
+  EXPECT_THAT(service_->HealthOf(GpuDevice(refs_[1])).reason,
+              HasSubstr("XID 48"));
+  EXPECT_GT(changes_.load(), before);
+  saved = ReadHealthState(path);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  ASSERT_TRUE(saved->gpus.contains(refs_[1].uuid));
+  EXPECT_THAT(saved->gpus.at(refs_[1].uuid).units.at(0).reason,
+              HasSubstr("restored from the state file"));
+
+  // In another boot the whole file is dropped, held records with it.
+  saved->gpus.erase(refs_[1].uuid);
+  saved->gpus[refs_[1].uuid] = left_out;
+  ASSERT_TRUE(WriteHealthStateText(path, SerializeHealthState(*saved)).ok());
+  service_.reset();
+  service_ = std::make_unique<HealthService>(
+      *nvml_, XidPolicy::FromEnvironment("", ""), HealthTrackerOptions{},
+      HealthStateOptions{StateDir(), "boot-2"});
+  service_->Restore(node_, [this] { ++changes_; });
+  service_->Follow(node_, all);
+  EXPECT_EQ(HealthOf(1), Health::kHealthy);
+  saved = ReadHealthState(path);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->boot_id, "boot-2");
+  EXPECT_TRUE(saved->gpus.empty());
+}
+
 TEST_F(HealthServiceTest, AfterStopNothingIsWatchedOrPushed) {
   MakeService();
   StartMonitor();

@@ -1,5 +1,6 @@
 #include "health/state_store.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/statusor.h"
@@ -77,11 +78,40 @@ HealthState HealthStateStore::Load() {
   return *std::move(state);
 }
 
+void HealthStateStore::Hold(const HealthState& loaded,
+                            const std::vector<GpuRef>& present) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [uuid, gpu] : loaded.gpus) {
+    const bool found =
+        std::any_of(present.begin(), present.end(),
+                    [&](const GpuRef& p) { return p.uuid == uuid; });
+    if (found) continue;
+    LOG_INFO(
+        "Health state file {}: GPU {} {} is not found now; its saved state "
+        "is kept until it is",
+        path_, gpu.index, uuid);
+    held_.insert_or_assign(uuid, gpu);
+  }
+}
+
+HealthState HealthStateStore::Claim(const std::vector<GpuRef>& present) {
+  absl::MutexLock lock(&mu_);
+  HealthState out;
+  out.boot_id = options_.boot_id;
+  for (const GpuRef& gpu : present) {
+    auto it = held_.find(gpu.uuid);
+    if (it == held_.end()) continue;
+    out.gpus.insert(held_.extract(it));
+  }
+  return out;
+}
+
 void HealthStateStore::Save(const HealthTracker& tracker, absl::Time now) {
   if (!enabled()) return;
   absl::MutexLock lock(&mu_);
   HealthState state = tracker.Export(now);
   state.boot_id = options_.boot_id;
+  for (const auto& [uuid, gpu] : held_) state.gpus.emplace(uuid, gpu);
   std::string text = SerializeHealthState(state);
   if (text == on_disk_) return;
   if (on_disk_.empty() && state.gpus.empty()) return;
@@ -145,7 +175,9 @@ std::vector<GpuRef> HealthStateStore::Cleared() {
   }
   std::vector<GpuRef> cleared;
   for (const auto& [uuid, gpu] : on_disk_state_.gpus) {
-    if (!now_state.gpus.contains(uuid)) cleared.push_back({uuid, gpu.index});
+    if (now_state.gpus.contains(uuid)) continue;
+    cleared.push_back({uuid, gpu.index});
+    held_.erase(uuid);
   }
   on_disk_ = *std::move(text);
   on_disk_state_ = std::move(now_state);

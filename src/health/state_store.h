@@ -5,6 +5,7 @@
 #ifndef GDP_HEALTH_STATE_STORE_H_
 #define GDP_HEALTH_STATE_STORE_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,9 +48,24 @@ class HealthStateStore {
   // wrong, and renamed to <path>.corrupt; never an error.
   HealthState Load() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Writes tracker.Export(now), with this boot's ID, unless that text is
-  // what the file holds already (as this store last wrote or read it);
-  // makes no file for a state with no GPU. The directory is created if
+  // Keeps the records of `loaded` (what Load returned) for GPUs not in
+  // `present` (by UUID) as they are: every Save writes them beside the
+  // tracker's state, unchanged, until Claim takes them or the operator
+  // clears them (Cleared). So a GPU that start-up discovery left out (its
+  // NVML calls hung) keeps its saved state until it is found again. They
+  // come from a file within kMaxHealthStateBytes and are never added to.
+  void Hold(const HealthState& loaded, const std::vector<GpuRef>& present)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The held records of the GPUs in `present` (by UUID), with this boot's
+  // ID, for the tracker to Import; they are held no longer.
+  HealthState Claim(const std::vector<GpuRef>& present)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Writes tracker.Export(now), with this boot's ID and the held records
+  // of GPUs the export lacks (Hold), unless that text is what the file
+  // holds already (as this store last wrote or read it); makes no file
+  // for a state with no GPU. The directory is created if
   // missing. A failed write is logged once per distinct error and tried
   // again at the next Save; it never stops anything.
   void Save(const HealthTracker& tracker, absl::Time now)
@@ -57,11 +73,12 @@ class HealthStateStore {
 
   // Reads the file again (on SIGHUP): the GPUs the file held when this
   // store last wrote or read it that it no longer holds, i.e. the ones
-  // the operator cleared (with the index saved for them). A missing file
-  // clears every GPU. Nothing is cleared when the file is unchanged, and
-  // nothing (logged) when it cannot be read, is bad (also moved aside; a
-  // file too large or not a regular file unread) or is from another boot. Call
-  // Save afterwards to write the tracker's state over whatever the file holds.
+  // the operator cleared (with the index saved for them); held records
+  // (Hold) of those GPUs are dropped. A missing file clears every GPU. Nothing
+  // is cleared when the file is unchanged, and nothing (logged) when it cannot
+  // be read, is bad (also moved aside; a file too large or not a regular file
+  // unread) or is from another boot. Call Save afterwards to write the
+  // tracker's state over whatever the file holds.
   std::vector<GpuRef> Cleared() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -77,6 +94,8 @@ class HealthStateStore {
   // state it holds.
   std::string on_disk_ ABSL_GUARDED_BY(mu_);
   HealthState on_disk_state_ ABSL_GUARDED_BY(mu_);
+  // Saved records of GPUs the tracker was not given (Hold), by UUID.
+  std::map<std::string, SavedGpu> held_ ABSL_GUARDED_BY(mu_);
   // The last write error logged ("" none since the last success).
   std::string last_error_ ABSL_GUARDED_BY(mu_);
 };

@@ -260,6 +260,57 @@ TEST_F(StateStoreTest, ClearedNamesTheGpusTheOperatorDropped) {
 // On SIGHUP as at start: a file too large to be ours (here a valid state
 // padded past the bound) or a FIFO is set aside without being read, and
 // nothing is cleared.
+TEST_F(StateStoreTest, HeldRecordsAreWrittenUnchangedUntilClaimedOrCleared) {
+  tracker_->OnEvent(kGpu0, Xid(48), t0);
+  tracker_->OnEvent(kGpu1, Xid(48), t0);
+  HealthStateStore first(Options());
+  first.Save(*tracker_, t0);
+
+  // A restart finds only GPU 0: GPU 1's record is held.
+  HealthStateStore store(Options());
+  const HealthState loaded = store.Load();
+  ASSERT_THAT(loaded.gpus, SizeIs(2));
+  HealthTracker now{XidPolicy()};
+  now.Import(loaded, {kGpu0}, t0);
+  store.Hold(loaded, {kGpu0});
+  store.Save(now, t0 + absl::Hours(1));
+  absl::StatusOr<HealthState> on_disk = ReadHealthState(File().string());
+  ASSERT_TRUE(on_disk.ok()) << on_disk.status();
+  ASSERT_TRUE(on_disk->gpus.contains(kGpu1.uuid));
+  EXPECT_EQ(on_disk->gpus.at(kGpu1.uuid), loaded.gpus.at(kGpu1.uuid));
+
+  // Not claimed for GPUs it does not hold; claimed once for GPU 1.
+  EXPECT_THAT(store.Claim({kGpu0}).gpus, IsEmpty());
+  HealthState claimed = store.Claim({kGpu0, kGpu1});
+  EXPECT_EQ(claimed.boot_id, "boot-1");
+  ASSERT_THAT(claimed.gpus, SizeIs(1));
+  EXPECT_EQ(claimed.gpus.at(kGpu1.uuid), loaded.gpus.at(kGpu1.uuid));
+  EXPECT_THAT(store.Claim({kGpu1}).gpus, IsEmpty());
+  store.Save(now, t0 + absl::Hours(1));
+  on_disk = ReadHealthState(File().string());
+  ASSERT_TRUE(on_disk.ok()) << on_disk.status();
+  EXPECT_FALSE(on_disk->gpus.contains(kGpu1.uuid)) << "the tracker's now";
+
+  // Cleared by the operator while held: not written back.
+  HealthStateStore cleared(Options());
+  cleared.Load();
+  cleared.Hold(loaded, {kGpu0});
+  cleared.Save(now, t0 + absl::Hours(1));
+  HealthState edited = *ReadHealthState(File().string());
+  ASSERT_TRUE(edited.gpus.contains(kGpu1.uuid));
+  edited.gpus.erase(kGpu1.uuid);
+  ASSERT_TRUE(
+      WriteHealthStateText(File().string(), SerializeHealthState(edited)).ok());
+  const std::vector<GpuRef> gone = cleared.Cleared();
+  ASSERT_THAT(gone, SizeIs(1));
+  EXPECT_EQ(gone[0].uuid, kGpu1.uuid);
+  cleared.Save(now, t0 + absl::Hours(1));
+  on_disk = ReadHealthState(File().string());
+  ASSERT_TRUE(on_disk.ok()) << on_disk.status();
+  EXPECT_FALSE(on_disk->gpus.contains(kGpu1.uuid));
+  EXPECT_THAT(cleared.Claim({kGpu1}).gpus, IsEmpty());
+}
+
 TEST_F(StateStoreTest, AFileThatCannotBeOursIsSetAsideOnSighupUnread) {
   for (const char* kind : {"padded", "fifo"}) {
     SCOPED_TRACE(kind);
