@@ -82,9 +82,11 @@ void HealthStateStore::Hold(const HealthState& loaded,
                             const std::vector<GpuRef>& present) {
   absl::MutexLock lock(&mu_);
   for (const auto& [uuid, gpu] : loaded.gpus) {
+    // Named for the lambda: clang 14 cannot capture a structured binding.
+    const std::string& id = uuid;
     const bool found =
         std::any_of(present.begin(), present.end(),
-                    [&](const GpuRef& p) { return p.uuid == uuid; });
+                    [&](const GpuRef& p) { return p.uuid == id; });
     if (found) continue;
     LOG_INFO(
         "Health state file {}: GPU {} {} is not found now; its saved state "
