@@ -9,21 +9,6 @@
 
 namespace gdp::dpctl::testing {
 
-std::unique_ptr<grpc::Server> ServeUnixSocket(
-    const std::string& path, const std::vector<grpc::Service*>& services) {
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
-  for (grpc::Service* service : services) builder.RegisterService(service);
-  return builder.BuildAndStart();
-}
-
-void StopServer(std::unique_ptr<grpc::Server>* server) {
-  if (*server == nullptr) return;
-  (*server)->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::seconds(1));
-  server->reset();
-}
-
 void RecordingSink::Emit(const Json& event) {
   absl::MutexLock lock(&mu_);
   events_.push_back(event);

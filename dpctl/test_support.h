@@ -16,6 +16,7 @@
 #include "events.h"
 #include "grpcpp/grpcpp.h"
 #include "status/v1/status.grpc.pb.h"
+#include "testing/grpc_server.h"
 #include "testing/temp_dir.h"
 #include "v1beta1/api.grpc.pb.h"
 
@@ -54,14 +55,9 @@ status::v1::Device MakeStatusDevice(const std::string& id,
                                     const std::string& health = "Healthy",
                                     const std::string& reason = "");
 
-// A gRPC server on the unix socket at `path` serving `services` (not
-// owned; they must outlive the server); null when it cannot start.
-std::unique_ptr<grpc::Server> ServeUnixSocket(
-    const std::string& path, const std::vector<grpc::Service*>& services);
-
-// Shuts `*server` down, giving calls in progress 1 s, and resets it.
-// Nothing when it is null.
-void StopServer(std::unique_ptr<grpc::Server>* server);
+// The fakes' gRPC server, from the kit.
+using ::gdp::testing::ServeUnixSocket;
+using ::gdp::testing::StopServer;
 
 // A DevicePlugin service on a unix socket whose answers tests set.
 // Allocate answers, per container, env FAKE_DEVICES=<ids joined by ','>,

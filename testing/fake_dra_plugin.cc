@@ -13,6 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "testing/grpc_server.h"
 #include "util/work_queue.h"
 
 namespace gdp::testing {
@@ -21,26 +22,7 @@ namespace drav1 = dpctl::drav1;
 namespace drav1beta1 = dpctl::drav1beta1;
 using dpctl::ConvertDraMessage;
 
-namespace {
-
-// A gRPC server on the unix socket at `path` serving `services` (not
-// owned; they must outlive the server); null when it cannot start.
-std::unique_ptr<grpc::Server> ServeUnixSocket(
-    const std::string& path, const std::vector<grpc::Service*>& services) {
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + path, grpc::InsecureServerCredentials());
-  for (grpc::Service* service : services) builder.RegisterService(service);
-  return builder.BuildAndStart();
-}
-
-// Shuts `*server` down, giving calls in progress 1 s, and resets it.
-void StopServer(std::unique_ptr<grpc::Server>* server) {
-  (*server)->Shutdown(std::chrono::system_clock::now() +
-                      std::chrono::seconds(1));
-  server->reset();
-}
-
-}  // namespace
+namespace {}  // namespace
 
 // Everything the services share; tests reach it through FakeDraPlugin.
 class FakeDraPlugin::State {

@@ -8,8 +8,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "testing/temp_dir.h"
 
 namespace gdp::testing {
@@ -46,6 +49,22 @@ class FakeNvmlRoot {
   // Appends one control command (fake_nvml/README.md), e.g. "xid 0 79".
   void Inject(const std::string& line) const {
     std::ofstream(control(), std::ios::app) << line << "\n";
+  }
+  // Injects `line` until `done` holds, again every second, for up to 10 s:
+  // a monitor registers for events at its first round, and the fake drops
+  // an event that no event set records. Result: whether `done` held.
+  bool InjectUntil(const std::string& line,
+                   const std::function<bool()>& done) const {
+    const absl::Time limit = absl::Now() + absl::Seconds(10);
+    while (absl::Now() < limit) {
+      Inject(line);
+      const absl::Time next = absl::Now() + absl::Seconds(1);
+      while (absl::Now() < next) {
+        if (done()) return true;
+        absl::SleepFor(absl::Milliseconds(5));
+      }
+    }
+    return done();
   }
 
  private:

@@ -141,22 +141,6 @@ class DaemonTest : public ::testing::Test {
     return out;
   }
 
-  // Appends `line` to the fake's control file until `done` holds: the
-  // monitor registers for events at its first round, and the fake drops
-  // an event that no event set records. Every second, for up to 10 s.
-  bool InjectUntil(const std::string& line, const std::function<bool()>& done) {
-    const absl::Time limit = absl::Now() + absl::Seconds(10);
-    while (absl::Now() < limit) {
-      fake_.Inject(line);
-      const absl::Time next = absl::Now() + absl::Seconds(1);
-      while (absl::Now() < next) {
-        if (done()) return true;
-        absl::SleepFor(absl::Milliseconds(5));
-      }
-    }
-    return done();
-  }
-
   testing::FakeNvmlRoot fake_;
   std::unique_ptr<FakeKubelet> kubelet_;
   std::unique_ptr<Nvml> nvml_;
@@ -278,7 +262,7 @@ TEST_F(DaemonTest, FollowServesAChangedLayoutAndNothingForTheSame) {
 
 TEST_F(DaemonTest, GpuBackInDiscoveryCountsAsReset) {
   StartDaemon(BaseConfig());
-  ASSERT_TRUE(InjectUntil("xid 1 48", [&] {
+  ASSERT_TRUE(fake_.InjectUntil("xid 1 48", [&] {
     return Serving()[kGpu] == Served{0, 1};
   })) << "XID 48 on GPU 1 should make nvidia.com/gpu unhealthy";
   NodeGpus without = node_;
@@ -295,7 +279,7 @@ TEST_F(DaemonTest, XidReachesThePluginsUntilItsSavedStateIsCleared) {
   const std::string dir = (fake_.dir() / "state").string();
   StartDaemon(BaseConfig(), {.dir = dir, .boot_id = "boot-1"});
   const std::string gpu1 = node_.gpus[1].uuid;
-  ASSERT_TRUE(InjectUntil("xid 1 48", [&] {
+  ASSERT_TRUE(fake_.InjectUntil("xid 1 48", [&] {
     return Serving()[kGpu] == Served{0, 1};
   })) << "XID 48 on GPU 1 should make nvidia.com/gpu unhealthy";
   std::map<std::string, Served> want = kAllHealthy;

@@ -73,22 +73,6 @@ class HealthServiceTest : public ::testing::Test {
     return service_->HealthOf(GpuDevice(refs_[gpu])).health;
   }
 
-  // Appends `line` to the control file until `done` holds: the monitor
-  // registers for events at its first round, and the fake drops an event
-  // that no event set records. Every second, for up to 10 s.
-  bool InjectUntil(const std::string& line, const std::function<bool()>& done) {
-    const absl::Time limit = absl::Now() + absl::Seconds(10);
-    while (absl::Now() < limit) {
-      fake_.Inject(line);
-      const absl::Time next = absl::Now() + absl::Seconds(1);
-      while (absl::Now() < next) {
-        if (done()) return true;
-        absl::SleepFor(absl::Milliseconds(5));
-      }
-    }
-    return done();
-  }
-
   testing::FakeNvmlRoot fake_;
   std::unique_ptr<Nvml> nvml_;
   NodeGpus node_;
@@ -101,8 +85,8 @@ TEST_F(HealthServiceTest, MonitorFeedsTheTrackerAndTheStateFileFollows) {
   MakeService();
   StartMonitor();
   EXPECT_TRUE(service_->enabled());
-  ASSERT_TRUE(InjectUntil("xid 1 48",
-                          [&] { return HealthOf(1) == Health::kUnhealthy; }));
+  ASSERT_TRUE(fake_.InjectUntil(
+      "xid 1 48", [&] { return HealthOf(1) == Health::kUnhealthy; }));
   EXPECT_EQ(HealthOf(0), Health::kHealthy);
   EXPECT_THAT(service_->HealthOf(GpuDevice(refs_[1])).reason,
               HasSubstr("XID 48"));
@@ -131,8 +115,8 @@ TEST_F(HealthServiceTest, MonitorFeedsTheTrackerAndTheStateFileFollows) {
 TEST_F(HealthServiceTest, ReloadStateMakesWhatTheOperatorClearedHealthy) {
   MakeService();
   StartMonitor();
-  ASSERT_TRUE(InjectUntil("xid 1 48",
-                          [&] { return HealthOf(1) == Health::kUnhealthy; }));
+  ASSERT_TRUE(fake_.InjectUntil(
+      "xid 1 48", [&] { return HealthOf(1) == Health::kUnhealthy; }));
   // Saved, with the monitor's first read of what a reset changes: from
   // then on the service writes nothing new.
   const std::string path = HealthStatePath(StateDir());
@@ -157,8 +141,8 @@ TEST_F(HealthServiceTest, ReloadStateMakesWhatTheOperatorClearedHealthy) {
 TEST_F(HealthServiceTest, FollowCountsAGpuNewToDiscoveryAsReset) {
   MakeService();
   StartMonitor();
-  ASSERT_TRUE(InjectUntil("xid 1 48",
-                          [&] { return HealthOf(1) == Health::kUnhealthy; }));
+  ASSERT_TRUE(fake_.InjectUntil(
+      "xid 1 48", [&] { return HealthOf(1) == Health::kUnhealthy; }));
   ASSERT_TRUE(Eventually([&] { return changes_.load() > 0; }));
   // Served as it was: nothing new.
   service_->Follow(node_, node_);
