@@ -63,6 +63,11 @@ absl::Status CheckSocketPath(absl::string_view flag, const std::string& path,
 // DRA; dra.devices is checked in every mode.
 absl::Status ValidateDra(const Config& config, const Checker& check);
 
+// Consumable shares and the memory-limit hook: --consumable-shares needs the
+// ConsumableShares gate (as NVIDIA's driver), --memory-limit-hook=nvidia its
+// executable's path.
+absl::Status ValidateShares(const Config& config, const Checker& check);
+
 }  // namespace gdp::config_internal
 
 #endif  // GDP_CONFIG_CHECKER_H_

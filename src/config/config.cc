@@ -20,6 +20,7 @@ using config_internal::Checker;
 using config_internal::CheckSocketPath;
 using config_internal::ValidateDevices;
 using config_internal::ValidateDra;
+using config_internal::ValidateShares;
 
 absl::Status ValidateKubeletSocket(const Config& c, const Checker& check) {
   if (absl::Status s = check.AbsolutePath("--kubelet-socket", c.kubelet_socket);
@@ -220,6 +221,7 @@ absl::Status Validate(const Config& c,
   }
   if (absl::Status s = ValidateSharing(c, check); !s.ok()) return s;
   if (absl::Status s = ValidateDra(c, check); !s.ok()) return s;
+  if (absl::Status s = ValidateShares(c, check); !s.ok()) return s;
   for (auto [path, text] :
        {std::pair<const char*, const std::string&>{"health.disableHealthchecks",
                                                    c.disable_healthchecks},

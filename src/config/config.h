@@ -127,6 +127,52 @@ struct DraConfig {
   bool operator==(const DraConfig&) const = default;
 };
 
+// NVIDIA's DRA driver feature gates (--feature-gates, FEATURE_GATES:
+// "Name=true,Name2=false"), as far as this daemon acts on them. The gates
+// NVIDIA defines that change nothing here are accepted and dropped; those
+// whose non-default value this daemon cannot honour are refused
+// (config/feature_gates.h).
+struct FeatureGates {
+  // ConsumableShares (NVIDIA: alpha, off by default): with
+  // --consumable-shares, GPUs are published for several claims at once,
+  // their memory a consumable capacity.
+  bool consumable_shares = false;
+  bool operator==(const FeatureGates&) const = default;
+};
+
+// NVIDIA's --consumable-shares (CONSUMABLE_SHARES): how a GPU's memory (and
+// a count of shares) is published as consumable capacity when the
+// ConsumableShares gate is on. kDisabled without the gate.
+struct ConsumableShares {
+  enum class Mode {
+    kDisabled,   // "disabled": whole devices, as without the gate
+    kMemory,     // "memory": a claim takes all memory unless it asks less
+    kUnlimited,  // "unlimited": a claim takes no memory unless it asks some
+    kCount,      // "<N>": as unlimited, plus a `shares` capacity of N
+  };
+  Mode mode = Mode::kDisabled;
+  int count = 0;  // kCount: the number of shares, 2..1024
+  bool operator==(const ConsumableShares&) const = default;
+};
+
+// --memory-limit-hook: which CDI hook applies a share's memory limit to
+// the container's cgroup. kOurs: gpu-device-plugin's hook (installed on the
+// host by the DaemonSet); kNvidia: the container toolkit's nvidia-cdi-hook
+// `apply-cuda-memory-limits` (the same NVIDIA_GPU_MEMORY_REQUEST/LIMIT
+// contract).
+enum class MemoryLimitHookKind { kOurs, kNvidia };
+
+// --unenforced-shares: what is published for a GPU whose memory limits this
+// node cannot enforce (driver older than R615, MIG, no cgroup v2) while
+// consumable shares are on. kRefuse: the GPU whole, as without shares (the
+// log and /readyz say why); kAllow: NVIDIA's consumable shape anyway, the
+// limits unenforced (as NVIDIA's driver always does).
+enum class UnenforcedShares { kRefuse, kAllow };
+
+// Where the DaemonSet installs our memory-limit hook on the host.
+inline constexpr char kDefaultMemoryLimitHookPath[] =
+    "/usr/local/gpu-device-plugin/bin/gdp-cdi-hook";
+
 struct Config {
   std::string kubelet_socket = "/var/lib/kubelet/device-plugins/kubelet.sock";
   std::string driver_root = "/";  // where the driver (NVML) is installed
@@ -193,9 +239,25 @@ struct Config {
   // --device-api (DEVICE_API, flags.deviceAPI) and the DRA side's settings.
   DeviceApi device_api = DeviceApi::kDevicePlugin;
   DraConfig dra;
+  // NVIDIA's DRA driver's --feature-gates and --consumable-shares.
+  FeatureGates feature_gates;
+  ConsumableShares consumable_shares;
+  // --unenforced-shares: consumable shares on a GPU that cannot enforce
+  // memory limits.
+  UnenforcedShares unenforced_shares = UnenforcedShares::kRefuse;
+  // --memory-limit-hook and --memory-limit-hook-path: the CDI hook that
+  // applies memory limits, and its executable's host path (for kNvidia the
+  // toolkit's nvidia-cdi-hook; must then be given).
+  MemoryLimitHookKind memory_limit_hook = MemoryLimitHookKind::kOurs;
+  std::string memory_limit_hook_path = kDefaultMemoryLimitHookPath;
 
   bool ServesDevicePlugin() const { return device_api != DeviceApi::kDra; }
   bool ServesDra() const { return device_api != DeviceApi::kDevicePlugin; }
+  // Whether GPUs are published with consumable shares (gate and mode on).
+  bool ConsumableSharesOn() const {
+    return feature_gates.consumable_shares &&
+           consumable_shares.mode != ConsumableShares::Mode::kDisabled;
+  }
 
   const std::string& DevRoot() const {
     return dev_root.empty() ? driver_root : dev_root;

@@ -12,6 +12,19 @@ using ::testing::HasSubstr;
 
 TEST(ConfigTest, DefaultsAreValid) { EXPECT_TRUE(Validate(Config{}).ok()); }
 
+TEST(ConfigTest, ConsumableSharesNeedTheGateAndAMode) {
+  Config c;
+  c.feature_gates.consumable_shares = true;  // the gate alone: no shares
+  EXPECT_TRUE(Validate(c).ok());
+  EXPECT_FALSE(c.ConsumableSharesOn());
+  c.consumable_shares.mode = ConsumableShares::Mode::kUnlimited;
+  EXPECT_TRUE(Validate(c).ok());
+  EXPECT_TRUE(c.ConsumableSharesOn());
+  c.memory_limit_hook = MemoryLimitHookKind::kNvidia;
+  c.memory_limit_hook_path = "/usr/bin/nvidia-cdi-hook";
+  EXPECT_TRUE(Validate(c).ok());
+}
+
 Sharing TimeSlicing(std::vector<SharedResource> resources) {
   Sharing s;
   s.strategy = SharingStrategy::kTimeSlicing;
@@ -108,6 +121,17 @@ TEST(ConfigTest, RefusesNamingTheSetting) {
        "sharing.timeSlicing.resources[0].devices[1]: 'GPU-x' is not"},
       {[](Config& c) { c.gfd.sleep_interval = absl::ZeroDuration(); },
        "--sleep-interval: must be positive"},
+      // As NVIDIA's driver: the mode needs the gate.
+      {[](Config& c) {
+         c.consumable_shares.mode = ConsumableShares::Mode::kMemory;
+       },
+       "--consumable-shares: requires feature gate ConsumableShares to be "
+       "enabled (--feature-gates=ConsumableShares=true)"},
+      {[](Config& c) { c.memory_limit_hook_path = "bin/hook"; },
+       "--memory-limit-hook-path: must be an absolute path"},
+      {[](Config& c) { c.memory_limit_hook = MemoryLimitHookKind::kNvidia; },
+       "--memory-limit-hook-path: must name the container toolkit's "
+       "nvidia-cdi-hook"},
   };
   for (const Case& c : cases) {
     Config cfg;

@@ -70,6 +70,22 @@ struct Names<DeviceApi> {
   };
 };
 
+template <>
+struct Names<MemoryLimitHookKind> {
+  static constexpr std::pair<MemoryLimitHookKind, absl::string_view> kAll[] = {
+      {MemoryLimitHookKind::kOurs, "gdp"},
+      {MemoryLimitHookKind::kNvidia, "nvidia"},
+  };
+};
+
+template <>
+struct Names<UnenforcedShares> {
+  static constexpr std::pair<UnenforcedShares, absl::string_view> kAll[] = {
+      {UnenforcedShares::kRefuse, "refuse"},
+      {UnenforcedShares::kAllow, "allow"},
+  };
+};
+
 // Checks here are loops, not std::regex: libstdc++'s regex recurses per
 // character, so a long value (a 26,000-digit device reference) overflowed
 // the stack.
@@ -170,6 +186,8 @@ GDP_NAMES_INSTANTIATE(DeviceIdStrategy)
 GDP_NAMES_INSTANTIATE(SharedAllocationPolicy)
 GDP_NAMES_INSTANTIATE(SharingStrategy)
 GDP_NAMES_INSTANTIATE(DeviceApi)
+GDP_NAMES_INSTANTIATE(MemoryLimitHookKind)
+GDP_NAMES_INSTANTIATE(UnenforcedShares)
 #undef GDP_NAMES_INSTANTIATE
 
 std::string QualifyResourceName(absl::string_view name) {

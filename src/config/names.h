@@ -18,7 +18,8 @@ namespace gdp {
 // DeviceListStrategy ("envvar", "volume-mounts", "cdi-annotations",
 // "cdi-cri"), DeviceIdStrategy ("uuid", "index"), SharedAllocationPolicy
 // ("distributed", "packed"), SharingStrategy ("none", "time-slicing",
-// "mps") and DeviceApi ("device-plugin", "dra", "both").
+// "mps"), DeviceApi ("device-plugin", "dra", "both"), MemoryLimitHookKind
+// ("gdp", "nvidia") and UnenforcedShares ("refuse", "allow").
 //
 // ParseName: the value spelled `name` (exact, case-sensitive); nullopt if
 // none is.

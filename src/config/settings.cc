@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
+#include "config/feature_gates.h"
 #include "config/names.h"
 #include "config/yaml_fields.h"
 
@@ -277,6 +278,38 @@ class EnumListValue : public Typed<std::vector<E>> {
   }
 };
 
+// Text parsed into a T by `parse` and spelled back by `format`
+// (--feature-gates, --consumable-shares).
+template <typename T>
+class ParsedValue : public Typed<T> {
+ public:
+  using Parse = absl::Status (*)(absl::string_view, T*);
+  using Format = std::string (*)(const T&);
+  using Kind = SettingValue::Kind;
+  ParsedValue(Place<T> place, Parse parse, Format format)
+      : Typed<T>(std::move(place)), parse_(parse), format_(format) {}
+
+  Kind kind() const override { return Kind::kText; }
+  std::string Get(const Config& c) const override {
+    return format_(this->place_.Of(c));
+  }
+  absl::Status Set(absl::string_view text, Config* c) const override {
+    return parse_(text, &this->place_.Of(c));
+  }
+  bool Read(YamlFieldReader& r, const YamlField& f, Config* c) const override {
+    std::optional<std::string> text;
+    if (!r.String(f, &text)) return false;
+    if (absl::Status s = parse_(*text, &this->place_.Of(c)); !s.ok()) {
+      return r.Fail(f.line, f.path, s.message());
+    }
+    return true;
+  }
+
+ private:
+  const Parse parse_;
+  const Format format_;
+};
+
 // The helpers the rows are written with.
 using Value = std::shared_ptr<const SettingValue>;
 
@@ -300,6 +333,11 @@ Value Seconds(Place<absl::Duration> p) {
 }
 Value Duration(Place<absl::Duration> p, DurationRule rule) {
   return std::make_shared<DurationValue>(std::move(p), rule);
+}
+template <typename T>
+Value Parsed(Place<T> p, typename ParsedValue<T>::Parse parse,
+             typename ParsedValue<T>::Format format) {
+  return std::make_shared<ParsedValue<T>>(std::move(p), parse, format);
 }
 template <typename E>
 Value Enum(Place<E> p) {
@@ -603,6 +641,64 @@ std::vector<Setting> MakeSettings() {
                "service account (in-cluster)",
        .doc = "how the DRA side reaches the API server; none: in-cluster, "
               "with the pod's service account"},
+      {.flags = "--feature-gates",
+       .env = "FEATURE_GATES",
+       .value = Parsed<FeatureGates>(&Config::feature_gates, ParseFeatureGates,
+                                     FormatFeatureGates),
+       .restart = kDraSettings,
+       .help = "NVIDIA's DRA driver feature gates, Name=true,Name2=false: "
+               "ConsumableShares; NVIDIA's other gates are accepted at their "
+               "defaults",
+       .doc = "NVIDIA's DRA driver gates, `Name=true,Name2=false`: "
+              "`ConsumableShares`; NVIDIA's other gates at their defaults "
+              "([dra.md](dra.md#feature-gates)); none: NVIDIA's defaults"},
+      {.flags = "--consumable-shares",
+       .env = "CONSUMABLE_SHARES",
+       .value = Parsed<ConsumableShares>(&Config::consumable_shares,
+                                         ParseConsumableShares,
+                                         FormatConsumableShares),
+       .restart = kDraSettings,
+       .help = "with --feature-gates=ConsumableShares=true, publish GPUs for "
+               "several claims at once: memory (a claim takes all memory "
+               "unless it asks less), unlimited (none unless it asks), or a "
+               "number of shares N (as unlimited, plus N shares)",
+       .doc = "with the `ConsumableShares` gate: `disabled`, `memory`, "
+              "`unlimited` or a number of shares (2 to 1024), as NVIDIA's "
+              "([dra.md](dra.md#consumable-shares))"},
+      {.flags = "--unenforced-shares",
+       .env = "UNENFORCED_SHARES",
+       .value = Enum<UnenforcedShares>(&Config::unenforced_shares),
+       .restart = kDraSettings,
+       .help = "with consumable shares, a GPU whose memory limits this node "
+               "cannot enforce (driver before R615, MIG, no cgroup v2): "
+               "refuse (publish it whole, say why) or allow (shares "
+               "unenforced, as NVIDIA's driver)",
+       .doc = "with consumable shares, a GPU whose memory limits cannot be "
+              "enforced (driver before R615, MIG, no cgroup v2) is published "
+              "whole (`refuse`; the log and `/readyz` say why) or shared "
+              "unenforced (`allow`, as NVIDIA's driver)"},
+      {.flags = "--memory-limit-hook",
+       .env = "MEMORY_LIMIT_HOOK",
+       .value = Enum<MemoryLimitHookKind>(&Config::memory_limit_hook),
+       .restart = "memory limit hook (--memory-limit-hook, "
+                  "--memory-limit-hook-path)",
+       .help = "the CDI hook that applies a share's memory limit to its "
+               "container: gdp (ours) or nvidia (the container toolkit's "
+               "nvidia-cdi-hook apply-cuda-memory-limits)",
+       .doc = "the CDI hook that applies a share's memory limit to the "
+              "container's cgroup: `gdp` (ours) or `nvidia` (the container "
+              "toolkit's `nvidia-cdi-hook apply-cuda-memory-limits`)"},
+      {.flags = "--memory-limit-hook-path",
+       .env = "MEMORY_LIMIT_HOOK_PATH",
+       .value = Path(&Config::memory_limit_hook_path),
+       .restart = "memory limit hook (--memory-limit-hook, "
+                  "--memory-limit-hook-path)",
+       .help = "host path of the memory-limit hook's executable (with "
+               "--memory-limit-hook=nvidia: the toolkit's nvidia-cdi-hook, "
+               "required)",
+       .doc = "host path of the hook's executable; the DaemonSet installs "
+              "ours there; with `--memory-limit-hook=nvidia` the toolkit's "
+              "`nvidia-cdi-hook`, required"},
       {.flags = "--nvml-retry-interval",
        .value = Seconds(&Config::nvml_retry_interval),
        .help = "seconds between NVML retries with --fail-on-init-error=false",

@@ -119,4 +119,24 @@ absl::Status ValidateDra(const Config& c, const Checker& check) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateShares(const Config& c, const Checker& check) {
+  if (c.consumable_shares.mode != ConsumableShares::Mode::kDisabled &&
+      !c.feature_gates.consumable_shares) {
+    return check.Error("--consumable-shares",
+                       "requires feature gate ConsumableShares to be enabled "
+                       "(--feature-gates=ConsumableShares=true), as in "
+                       "NVIDIA's driver");
+  }
+  if (c.memory_limit_hook == MemoryLimitHookKind::kNvidia &&
+      c.memory_limit_hook_path == kDefaultMemoryLimitHookPath) {
+    return check.Error(
+        "--memory-limit-hook-path",
+        absl::StrCat("must name the container toolkit's nvidia-cdi-hook on "
+                     "the host (for example /usr/bin/nvidia-cdi-hook) with "
+                     "--memory-limit-hook=nvidia; ",
+                     kDefaultMemoryLimitHookPath, " is ours"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gdp::config_internal
