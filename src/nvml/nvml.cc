@@ -73,6 +73,17 @@ void CountError(const char* call, nvmlReturn_t r) {
   errors.With({call, absl::StrCat(static_cast<int>(r))}).Increment();
 }
 
+// `s` with the cgroup it was about added to its message; the payload (the
+// NVML code) stays.
+absl::Status AddCgroup(const absl::Status& s, const std::string& cgroup_dir) {
+  absl::Status out(s.code(),
+                   absl::StrCat(s.message(), " (cgroup ", cgroup_dir, ")"));
+  s.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    out.SetPayload(url, payload);
+  });
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
@@ -118,6 +129,7 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
   GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
   GDP_NVML_IDENTITY_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
   GDP_NVML_HEALTH_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
+  GDP_NVML_MEMORY_LIMIT_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
 #undef GDP_NVML_RESOLVE_OPTIONAL
   if (!missing.empty()) {
     dlclose(lib);
@@ -443,6 +455,38 @@ absl::StatusOr<unsigned long long> Nvml::SupportedEventTypes(
       [&] { return fns_->nvmlDeviceGetSupportedEventTypes(device, &types); });
   if (!s.ok()) return s;
   return types;
+}
+
+bool Nvml::HasMemoryLimits() const {
+  return fns_->nvmlDeviceSetMemoryLimits_v1 != nullptr &&
+         fns_->nvmlDeviceGetMemoryLimits_v1 != nullptr;
+}
+
+absl::Status Nvml::SetMemoryLimits(nvmlDevice_t device,
+                                   const std::string& cgroup_dir,
+                                   unsigned long long soft,
+                                   unsigned long long hard) const {
+  nvmlSetMemoryLimits_v1_t limits{};
+  limits.nameSpace = cgroup_dir.c_str();
+  limits.softLimit = soft;
+  limits.hardLimit = hard;
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceSetMemoryLimits_v1,
+                   "nvmlDeviceSetMemoryLimits_v1", device, &limits);
+  if (s.ok()) return s;
+  return AddCgroup(s, cgroup_dir);
+}
+
+absl::StatusOr<NvmlMemoryLimits> Nvml::GetMemoryLimits(
+    nvmlDevice_t device, const std::string& cgroup_dir) const {
+  nvmlGetMemoryLimits_v1_t limits{};
+  limits.nameSpace = cgroup_dir.c_str();
+  absl::Status s =
+      CallOptional(fns_->nvmlDeviceGetMemoryLimits_v1,
+                   "nvmlDeviceGetMemoryLimits_v1", device, &limits);
+  if (!s.ok()) return AddCgroup(s, cgroup_dir);
+  return NvmlMemoryLimits{limits.softLimit, limits.hardLimit,
+                          limits.currentUsed};
 }
 
 nvmlReturn_t NvmlCode(const absl::Status& status) {

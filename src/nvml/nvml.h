@@ -117,6 +117,21 @@ struct NvmlPcieLink {
   bool operator==(const NvmlPcieLink&) const = default;
 };
 
+// "No hard limit" in NVML's per-cgroup memory limits
+// (NVML_DEVICE_MEMORY_LIMIT_MAX).
+inline constexpr unsigned long long kNvmlMemoryLimitMax = ~0ull;
+
+// A cgroup's GPU memory limits on one GPU (nvmlGetMemoryLimits_v1_t), in
+// bytes: `soft` a reservation (0: none), `hard` the most its allocations
+// may hold (kNvmlMemoryLimitMax: none), `used` what the cgroup holds now.
+// The defaults are what NVML reports for a cgroup without limits.
+struct NvmlMemoryLimits {
+  unsigned long long soft = 0;
+  unsigned long long hard = kNvmlMemoryLimitMax;
+  unsigned long long used = 0;
+  bool operator==(const NvmlMemoryLimits&) const = default;
+};
+
 class Nvml {
  public:
   // Loads libnvidia-ml.so.1 and calls nvmlInit_v2 once. With driver_root "/"
@@ -255,6 +270,30 @@ class Nvml {
   // InvalidArgument past the profiles this NVML knows.
   absl::StatusOr<nvmlGpuInstanceProfileInfo_t> GpuInstanceProfileInfo(
       nvmlDevice_t gpu, unsigned profile) const;
+
+  // Per-cgroup GPU memory limits (R615 / CUDA 13.4 and later), enforced by
+  // the driver for every allocation made from inside the cgroup.
+
+  // True when the library has both memory-limit entry points (R615+).
+  bool HasMemoryLimits() const;
+  // nvmlDeviceSetMemoryLimits_v1 on `cgroup_dir` (absolute path of a cgroup
+  // v2 directory): `soft` and `hard` in bytes; soft 0 with hard
+  // kNvmlMemoryLimitMax clears the cgroup's limits. GPU handles only.
+  // Unimplemented (NVML_ERROR_FUNCTION_NOT_FOUND) when the library lacks
+  // the symbol; otherwise NVML's code as the usual Status (see NvmlCode),
+  // e.g. PermissionDenied (NO_PERMISSION) unless root, Unimplemented
+  // (NOT_SUPPORTED) for a MIG device or a driver that cannot, and
+  // InvalidArgument for a bad device, cgroup or limits. The message names
+  // the cgroup.
+  absl::Status SetMemoryLimits(nvmlDevice_t device,
+                               const std::string& cgroup_dir,
+                               unsigned long long soft,
+                               unsigned long long hard) const;
+  // nvmlDeviceGetMemoryLimits_v1: the limits of `cgroup_dir` on `device`
+  // (soft 0 and hard kNvmlMemoryLimitMax where none is set) and the memory
+  // it uses. Errors as SetMemoryLimits, less the privilege.
+  absl::StatusOr<NvmlMemoryLimits> GetMemoryLimits(
+      nvmlDevice_t device, const std::string& cgroup_dir) const;
 
  private:
   friend class NvmlEventSet;

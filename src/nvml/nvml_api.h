@@ -476,6 +476,34 @@ typedef nvmlReturn_t (*Fn_nvmlGpuInstanceGetComputeInstanceById)(
 typedef nvmlReturn_t (*Fn_nvmlComputeInstanceGetInfo_v2)(
     nvmlComputeInstance_t compute_instance, nvmlComputeInstanceInfo_t* info);
 
+// Per-cgroup GPU memory limits (R615 / CUDA 13.4 and later; Linux, cgroup
+// v2, GPUs only: MIG device handles are refused). `nameSpace` is the full
+// path of a cgroup v2 directory; limits are in bytes. No limit is set when
+// softLimit is 0 and hardLimit is NVML_DEVICE_MEMORY_LIMIT_MAX; setting
+// that pair clears a cgroup's limits. Neither struct has a version field.
+#define NVML_DEVICE_MEMORY_LIMIT_MAX 0xFFFFFFFFFFFFFFFFULL
+
+typedef struct nvmlSetMemoryLimits_v1_st {
+  const char* nameSpace;
+  unsigned long long softLimit;  // reservation; 0 = none
+  unsigned long long hardLimit;  // allocations past it fail
+} nvmlSetMemoryLimits_v1_t;
+
+typedef struct nvmlGetMemoryLimits_v1_st {
+  const char* nameSpace;  // in
+  unsigned long long softLimit;
+  unsigned long long hardLimit;
+  unsigned long long currentUsed;  // GPU memory the cgroup uses now
+} nvmlGetMemoryLimits_v1_t;
+
+// Sets (privileged: NO_PERMISSION otherwise) and reads (unprivileged) the
+// limits of cgroup `limits->nameSpace` on GPU `device`. Optional in the
+// client: a library older than R615 lacks them.
+typedef nvmlReturn_t (*Fn_nvmlDeviceSetMemoryLimits_v1)(
+    nvmlDevice_t device, nvmlSetMemoryLimits_v1_t* limits);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetMemoryLimits_v1)(
+    nvmlDevice_t device, nvmlGetMemoryLimits_v1_t* limits);
+
 }  // extern "C"
 
 #endif  // GDP_NVML_NVML_API_H_

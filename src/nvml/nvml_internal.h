@@ -89,6 +89,12 @@ inline constexpr char kNvmlPayloadUrl[] = "gpu-device-plugin/nvml-return";
   X(nvmlDeviceGetCurrentClocksThrottleReasons) \
   X(nvmlDeviceGetFieldValues)
 
+// Per-cgroup GPU memory limits (R615 / CUDA 13.4): optional; without them
+// HasMemoryLimits() is false and the calls are Unimplemented.
+#define GDP_NVML_MEMORY_LIMIT_SYMBOLS(X) \
+  X(nvmlDeviceSetMemoryLimits_v1)        \
+  X(nvmlDeviceGetMemoryLimits_v1)
+
 struct NvmlSymbols {
 #define GDP_NVML_FIELD(name) Fn_##name name = nullptr;
   GDP_NVML_SYMBOLS(GDP_NVML_FIELD)
@@ -97,6 +103,7 @@ struct NvmlSymbols {
   GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_IDENTITY_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_HEALTH_SYMBOLS(GDP_NVML_FIELD)
+  GDP_NVML_MEMORY_LIMIT_SYMBOLS(GDP_NVML_FIELD)
 #undef GDP_NVML_FIELD
 };
 
