@@ -67,7 +67,10 @@ absl::StatusOr<json> BuildSpec(const CdiSpecOptions& options,
       return absl::InvalidArgumentError(absl::StrCat(
           "device '", d.id, "' cannot be named in CDI: ", s.message()));
     }
-    units.push_back({d.visible_id, d.device_nodes, {}, {}});
+    CdiDevice unit;
+    unit.name = d.visible_id;
+    unit.device_nodes = d.device_nodes;
+    units.push_back(std::move(unit));
   }
   return BuildDeviceSpec(options, files, control_nodes, units);
 }
@@ -112,6 +115,17 @@ absl::StatusOr<json> BuildDeviceSpec(
                           {"options", m.options}});
       }
       edits["mounts"] = std::move(mounts);
+    }
+    if (!d.hooks.empty()) {
+      json hooks = json::array();
+      for (const CdiDevice::Hook& h : d.hooks) {
+        json hook = {{"hookName", h.hook_name}, {"path", h.path}};
+        if (!h.args.empty()) hook["args"] = h.args;
+        if (!h.env.empty()) hook["env"] = h.env;
+        if (h.timeout_seconds != 0) hook["timeout"] = h.timeout_seconds;
+        hooks.push_back(std::move(hook));
+      }
+      edits["hooks"] = std::move(hooks);
     }
     cdi_devices.push_back(
         {{"name", d.name}, {"containerEdits", std::move(edits)}});

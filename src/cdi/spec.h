@@ -86,15 +86,26 @@ struct CdiDevice {
     std::vector<std::string> options;
   };
   std::vector<Mount> mounts;
+  // An OCI hook the runtime runs for a container given the device (CDI's
+  // containerEdits.hooks; see ValidateSpec for the rules).
+  struct Hook {
+    std::string hook_name;          // the OCI stage: "createRuntime", ...
+    std::string path;               // the executable's host path, absolute
+    std::vector<std::string> args;  // argv, args[0] included
+    std::vector<std::string> env;   // "KEY=value"
+    int timeout_seconds = 0;        // > 0; 0: none (the runtime's default)
+  };
+  std::vector<Hook> hooks;
 };
 
 // The spec of kind options.kind with `devices`, and the shared edits as
 // BuildSpec makes them (NVIDIA_VISIBLE_DEVICES=void, control nodes, driver
-// files). Device node host paths as BuildSpec.
+// files). Device node host paths as BuildSpec; each device's hooks are
+// written as its containerEdits.hooks ("timeout" only when > 0).
 // Result on failure: InvalidArgument when `devices` is empty, a name is
 // not a valid CDI device name or repeated, a device has no nodes or a
 // relative node path (naming the device), or the spec is otherwise invalid
-// (ValidateSpec's message).
+// (ValidateSpec's message: e.g. a hook's stage, path or env).
 absl::StatusOr<nlohmann::json> BuildDeviceSpec(
     const CdiSpecOptions& options, const DriverFiles& files,
     const std::vector<std::string>& control_nodes,

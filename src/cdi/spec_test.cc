@@ -61,11 +61,13 @@ TEST(BuildDeviceSpecTest, KindEnvAndMountsPerDevice) {
   CdiSpecOptions options;
   options.kind = "k8s.gpu.nvidia.com/claim";
   std::vector<CdiDevice> devices = {
-      {"1234-gpu-0", {"/dev/nvidia0"}, {}, {}},
+      {"1234-gpu-0", {"/dev/nvidia0"}, {}, {}, {}},
       {"1234-gpu-1",
        {"/dev/nvidia1"},
        {"CUDA_MPS_PIPE_DIRECTORY=/mps/x/pipe"},
-       {{"/run/mps/x/pipe", "/mps/x/pipe", {"rw", "bind"}}}},
+       {{"/run/mps/x/pipe", "/mps/x/pipe", {"rw", "bind"}}},
+       {{"createRuntime", "/opt/bin/hook", {"hook", "go"}, {}, 30},
+        {"poststop", "/opt/bin/hook", {}, {"A=1"}, 0}}},
   };
   absl::StatusOr<json> spec =
       BuildDeviceSpec(options, DriverFiles{}, {"/dev/nvidiactl"}, devices);
@@ -78,6 +80,12 @@ TEST(BuildDeviceSpecTest, KindEnvAndMountsPerDevice) {
   EXPECT_EQ(edits["env"], json({"CUDA_MPS_PIPE_DIRECTORY=/mps/x/pipe"}));
   EXPECT_EQ(edits["mounts"][0]["containerPath"], "/mps/x/pipe");
   EXPECT_EQ(edits["mounts"][0]["options"], json({"rw", "bind"}));
+  EXPECT_EQ(edits["hooks"], json::parse(R"([
+              {"hookName": "createRuntime", "path": "/opt/bin/hook",
+               "args": ["hook", "go"], "timeout": 30},
+              {"hookName": "poststop", "path": "/opt/bin/hook",
+               "env": ["A=1"]}])"));
+  EXPECT_FALSE((*spec)["devices"][0]["containerEdits"].contains("hooks"));
   EXPECT_EQ((*spec)["containerEdits"]["env"],
             json({"NVIDIA_VISIBLE_DEVICES=void"}));
 
@@ -89,7 +97,15 @@ TEST(BuildDeviceSpecTest, KindEnvAndMountsPerDevice) {
               HasSubstr("'1234-gpu-0' is named twice"));
   EXPECT_FALSE(BuildDeviceSpec(options, DriverFiles{}, {}, {}).ok());
   EXPECT_FALSE(
-      BuildDeviceSpec(options, DriverFiles{}, {}, {{"x", {}, {}, {}}}).ok());
+      BuildDeviceSpec(options, DriverFiles{}, {}, {{"x", {}, {}, {}, {}}})
+          .ok());
+  devices.pop_back();
+  devices[1].hooks[0].path = "opt/bin/hook";
+  absl::StatusOr<json> relative =
+      BuildDeviceSpec(options, DriverFiles{}, {}, devices);
+  EXPECT_EQ(relative.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(relative.status().message(),
+              HasSubstr("devices[1].containerEdits.hooks[0].path"));
 }
 
 TEST(BuildSpecTest, GpusByUuid) {

@@ -1,6 +1,8 @@
 #include "cdi/validate.h"
 
+#include <cstdint>
 #include <initializer_list>
+#include <limits>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
@@ -154,10 +156,68 @@ absl::Status CheckMount(const json& j, const std::string& where) {
   return absl::OkStatus();
 }
 
+// The OCI hook stages CDI accepts (pkg/cdi/container-edits.go).
+bool IsHookStage(const std::string& name) {
+  for (const char* stage : {"prestart", "createRuntime", "createContainer",
+                            "startContainer", "poststart", "poststop"}) {
+    if (name == stage) return true;
+  }
+  return false;
+}
+
+// A hook as CDI's Hook.Validate checks it (a known stage, a path, valid
+// env) plus the OCI runtime spec's rules: an absolute path and a timeout
+// above zero.
+absl::Status CheckHook(const json& j, const std::string& where) {
+  if (absl::Status s =
+          CheckObject(j, where, {"hookName", "path", "args", "env", "timeout"});
+      !s.ok()) {
+    return s;
+  }
+  const json* name = Field(j, "hookName");
+  if (name == nullptr) return Invalid(where + ".hookName", "is missing");
+  if (absl::Status s = CheckString(*name, where + ".hookName"); !s.ok()) {
+    return s;
+  }
+  const std::string& n = name->get_ref<const std::string&>();
+  if (!IsHookStage(n)) {
+    return Invalid(where + ".hookName",
+                   absl::StrCat("'", n, "' is not an OCI hook stage"));
+  }
+  const json* path = Field(j, "path");
+  if (path == nullptr) return Invalid(where + ".path", "is missing");
+  if (absl::Status s = CheckAbsolute(*path, where + ".path"); !s.ok()) return s;
+  if (const json* f = Field(j, "args")) {
+    if (absl::Status s = CheckStrings(*f, where + ".args"); !s.ok()) return s;
+  }
+  if (const json* f = Field(j, "env")) {
+    if (absl::Status s = CheckEnv(*f, where + ".env"); !s.ok()) return s;
+  }
+  if (const json* f = Field(j, "timeout")) {
+    if (!f->is_number_integer()) {
+      return Invalid(where + ".timeout", "is not an integer");
+    }
+    // An int in the OCI spec (Go's int; runc takes it as seconds).
+    if (f->is_number_unsigned()
+            ? f->get<uint64_t>() > uint64_t{std::numeric_limits<int32_t>::max()}
+            : f->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return Invalid(where + ".timeout", "is too large");
+    }
+    if (!f->is_number_unsigned() && f->get<int64_t>() <= 0) {
+      return Invalid(where + ".timeout", "is not above zero");
+    }
+    if (f->is_number_unsigned() && f->get<uint64_t>() == 0) {
+      return Invalid(where + ".timeout", "is not above zero");
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Checks `j` as a containerEdits object; sets *empty to whether it edits
 // nothing (allowed for the spec's, not for a device's).
 absl::Status CheckEdits(const json& j, const std::string& where, bool* empty) {
-  if (absl::Status s = CheckObject(j, where, {"env", "deviceNodes", "mounts"});
+  if (absl::Status s =
+          CheckObject(j, where, {"env", "deviceNodes", "mounts", "hooks"});
       !s.ok()) {
     return s;
   }
@@ -170,8 +230,8 @@ absl::Status CheckEdits(const json& j, const std::string& where, bool* empty) {
     const char* key;
     absl::Status (*check)(const json&, const std::string&);
   };
-  for (const List& l :
-       {List{"deviceNodes", CheckDeviceNode}, List{"mounts", CheckMount}}) {
+  for (const List& l : {List{"deviceNodes", CheckDeviceNode},
+                        List{"mounts", CheckMount}, List{"hooks", CheckHook}}) {
     const json* f = Field(j, l.key);
     if (f == nullptr) continue;
     std::string at = absl::StrCat(where, ".", l.key);

@@ -1,7 +1,7 @@
 // The Container Device Interface's rules for a spec file (cncf-tags/
 // container-device-interface: SPEC.md, and what its loader enforces in
 // pkg/parser and pkg/cdi) for the fields BuildDeviceSpec writes, so a spec
-// we write is one that container runtimes load. Any other CDI field (hooks,
+// we write is one that container runtimes load. Any other CDI field (
 // intelRdt, additionalGids, netDevices, annotations, a device node's type,
 // numbers and permissions, a mount's type) is refused as unknown: we never
 // write one. Used on generated specs in tests and before writing.
@@ -41,15 +41,20 @@ std::string MinimumCdiVersion(const nlohmann::json& spec);
 // Checks the whole spec: only the fields we write, each of its type
 // (`cdiVersion`, `kind`, `devices` of `name` and `containerEdits`, edits of
 // `env`, `deviceNodes` of `path` and `hostPath`, `mounts` of `hostPath`,
-// `containerPath` and `options`); `cdiVersion` a released version not below
+// `containerPath` and `options`, `hooks` of `hookName`, `path`, `args`,
+// `env` and `timeout`); `cdiVersion` a released version not below
 // MinimumCdiVersion(spec); a valid `kind`; at least one device, names valid
 // and unique, each with non-empty `containerEdits`; env entries "K=V" with a
 // non-empty K; device nodes with an absolute `path` (and `hostPath` if
 // given); mounts with a non-empty `hostPath` and an absolute
-// `containerPath`. Absolute paths are stricter than CDI's own loader, which
-// only requires them to be non-empty; runtimes need them absolute.
-// Result on failure: InvalidArgument naming the first offending field by
-// its JSON path ("devices[2].containerEdits.deviceNodes[0].path: ...").
+// `containerPath`; hooks with an OCI stage as `hookName` (prestart,
+// createRuntime, createContainer, startContainer, poststart, poststop), an
+// absolute `path`, `args` strings, `env` as above and a `timeout` (seconds)
+// above zero when given (the OCI runtime spec's rules). Absolute paths are
+// stricter than CDI's own loader, which only requires them to be non-empty;
+// runtimes need them absolute. Result on failure: InvalidArgument naming the
+// first offending field by its JSON path
+// ("devices[2].containerEdits.deviceNodes[0].path: ...").
 absl::Status ValidateSpec(const nlohmann::json& spec);
 
 }  // namespace gdp::cdi

@@ -49,6 +49,26 @@ TEST(ValidateSpecTest, AcceptsGoodSpecs) {
          s["devices"][0]["containerEdits"] = {{"env", {"X=1"}}};
        }},
       {"empty env value", [](json& s) { s["containerEdits"]["env"] = {"X="}; }},
+      {"device with a hook only",
+       [](json& s) {
+         s["devices"][0]["containerEdits"] = {
+             {"hooks",
+              {{{"hookName", "createRuntime"},
+                {"path", "/usr/local/bin/hook"},
+                {"args", {"hook", "apply"}},
+                {"env", {"DEBUG=1"}},
+                {"timeout", 30}}}}};
+       }},
+      {"hooks of every stage",
+       [](json& s) {
+         json hooks = json::array();
+         for (const char* stage :
+              {"prestart", "createRuntime", "createContainer", "startContainer",
+               "poststart", "poststop"}) {
+           hooks.push_back({{"hookName", stage}, {"path", "/bin/true"}});
+         }
+         s["containerEdits"]["hooks"] = hooks;
+       }},
   };
   for (const Case& c : cases) {
     json spec = GoodSpec();
@@ -180,12 +200,77 @@ TEST(ValidateSpecTest, RefusesBadSpecsNamingTheField) {
        [](json& s) { s["containerEdits"]["mounts"] = json::object(); },
        "containerEdits.mounts"},
       // CDI fields we never write are refused, whatever their content.
-      {"hooks",
+      {"hook stage unknown",
+       [](json& s) {
+         s["devices"][0]["containerEdits"]["hooks"] = {
+             {{"hookName", "preStart"}, {"path", "/bin/true"}}};
+       },
+       "devices[0].containerEdits.hooks[0].hookName: 'preStart' is not an "
+       "OCI hook stage"},
+      {"hook without stage",
+       [](json& s) {
+         s["containerEdits"]["hooks"] = {{{"path", "/bin/true"}}};
+       },
+       "containerEdits.hooks[0].hookName: is missing"},
+      {"hook without path",
+       [](json& s) {
+         s["containerEdits"]["hooks"] = {{{"hookName", "poststop"}}};
+       },
+       "hooks[0].path: is missing"},
+      {"hook relative path",
        [](json& s) {
          s["containerEdits"]["hooks"] = {
-             {{"hookName", "poststop"}, {"path", "/bin/true"}}};
+             {{"hookName", "poststop"}, {"path", "bin/true"}}};
        },
-       "unknown field 'hooks'"},
+       "hooks[0].path: 'bin/true' is not an absolute path"},
+      {"hook args not strings",
+       [](json& s) {
+         s["containerEdits"]["hooks"] = {{{"hookName", "poststop"},
+                                          {"path", "/bin/true"},
+                                          {"args", {"true", 1}}}};
+       },
+       "hooks[0].args[1]: is not a string"},
+      {"hook env not K=V",
+       [](json& s) {
+         s["containerEdits"]["hooks"] = {{{"hookName", "poststop"},
+                                          {"path", "/bin/true"},
+                                          {"env", {"=x"}}}};
+       },
+       "hooks[0].env[0]: '=x' is not NAME=VALUE"},
+      {"hook timeout zero",
+       [](json& s) {
+         s["containerEdits"]["hooks"] = {
+             {{"hookName", "poststop"}, {"path", "/bin/true"}, {"timeout", 0}}};
+       },
+       "hooks[0].timeout: is not above zero"},
+      {"hook timeout negative",
+       [](json& s) {
+         s["containerEdits"]["hooks"] = {{{"hookName", "poststop"},
+                                          {"path", "/bin/true"},
+                                          {"timeout", -3}}};
+       },
+       "hooks[0].timeout: is not above zero"},
+      {"hook timeout huge",
+       [](json& s) {
+         s["containerEdits"]["hooks"] = {{{"hookName", "poststop"},
+                                          {"path", "/bin/true"},
+                                          {"timeout", 1ull << 40}}};
+       },
+       "hooks[0].timeout: is too large"},
+      {"hook timeout text",
+       [](json& s) {
+         s["containerEdits"]["hooks"] = {{{"hookName", "poststop"},
+                                          {"path", "/bin/true"},
+                                          {"timeout", "5"}}};
+       },
+       "hooks[0].timeout: is not an integer"},
+      {"hook unknown field",
+       [](json& s) {
+         s["containerEdits"]["hooks"] = {{{"hookName", "poststop"},
+                                          {"path", "/bin/true"},
+                                          {"when", "always"}}};
+       },
+       "hooks[0]: unknown field 'when'"},
       {"intelRdt",
        [](json& s) {
          s["cdiVersion"] = "0.7.0";
