@@ -52,6 +52,16 @@ def load_config(c, volumes, rendered, ns, where, problems):
   key = posixpath.relpath(config, m["mountPath"])
   if m.get("subPath"):
     key = m["subPath"]
+  # With items, only the listed keys appear, each at its own path.
+  items = v["configMap"].get("items")
+  if items:
+    keys = [i["key"] for i in items if i.get("path") == key]
+    if not keys:
+      problems.append(f"spec.template.spec.volumes[{v['name']}]: no item of "
+                      f"the ConfigMap is at {key} (the plugin reads "
+                      f"{config})")
+      return None
+    key = keys[0]
   name = v["configMap"]["name"]
   cms = [o for o in rendered if o.get("kind") == "ConfigMap" and
          o["metadata"]["name"] == name and

@@ -247,8 +247,12 @@ def check_plugin(ds, rendered, expect, problems):
   return c, api
 
 
-def check_rendering(label, objects):
-  """Problems of one rendering, each prefixed with label and the object."""
+def check_rendering(label, objects, expect=None):
+  """Problems of one rendering, each prefixed with label and the object.
+
+  expect: what the overlay adds (as in OVERLAYS); default: OVERLAYS' entry
+  for the overlay named by label's first word.
+  """
   problems = []
   plugins = []
   for obj in objects:
@@ -261,11 +265,11 @@ def check_rendering(label, objects):
     problems.append(f"{label}: expected one DaemonSet {PLUGIN}, found "
                     f"{len(plugins)}")
     return problems
-  overlay = label.split(" ")[0]
+  if expect is None:
+    expect = OVERLAYS.get(label.split(" ")[0], {})
   found, facts = [], None
   try:
-    facts = check_plugin(plugins[0], objects, OVERLAYS.get(overlay, {}),
-                         found)
+    facts = check_plugin(plugins[0], objects, expect, found)
   except (KeyError, TypeError, AttributeError) as e:
     found.append(f"malformed object ({type(e).__name__}: {e})")
   desc = k8s_schema.describe(plugins[0])
