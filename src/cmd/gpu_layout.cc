@@ -1,9 +1,14 @@
 #include "cmd/gpu_layout.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 
 namespace gdp {
 namespace {
@@ -14,6 +19,45 @@ const T* FindByUuid(const std::vector<T>& v, const std::string& uuid) {
     if (x.uuid == uuid) return &x;
   }
   return nullptr;
+}
+
+template <typename T>
+T* FindByUuidMutable(std::vector<T>& v, const std::string& uuid) {
+  for (T& x : v) {
+    if (x.uuid == uuid) return &x;
+  }
+  return nullptr;
+}
+
+// Where a discovery left something out: GPU `gpu` (its NVML index), or its
+// MIG device `mig` (the MIG device's index under it).
+struct Slot {
+  unsigned gpu = 0;
+  std::optional<unsigned> mig;
+};
+
+// The slot an entry of NodeGpus::unusable names ("GPU 3: ...",
+// "GPU 0 MIG 2: ...", as DiscoverGpus writes them); nullopt for an entry
+// that names none.
+std::optional<Slot> SlotOf(const absl::Status& s) {
+  absl::string_view text = s.message();
+  const size_t colon = text.find(':');
+  if (colon == absl::string_view::npos) return std::nullopt;
+  std::vector<absl::string_view> words =
+      absl::StrSplit(text.substr(0, colon), ' ');
+  Slot slot;
+  if (words.size() != 2 && words.size() != 4) return std::nullopt;
+  if (words[0] != "GPU" || !absl::SimpleAtoi(words[1], &slot.gpu)) {
+    return std::nullopt;
+  }
+  if (words.size() == 4) {
+    unsigned mig = 0;
+    if (words[2] != "MIG" || !absl::SimpleAtoi(words[3], &mig)) {
+      return std::nullopt;
+    }
+    slot.mig = mig;
+  }
+  return slot;
 }
 
 std::string MigName(const MigInfo& m) {
@@ -85,29 +129,79 @@ std::vector<std::string> LayoutChanges(const NodeGpus& before,
 }
 
 NodeGpus KeepUndescribed(const NodeGpus& served, NodeGpus found) {
-  if (found.unusable.empty()) return found;
-  for (const GpuInfo& g : served.gpus) {
-    GpuInfo* now = nullptr;
-    for (GpuInfo& f : found.gpus) {
-      if (f.uuid == g.uuid) now = &f;
+  std::vector<unsigned> gpu_slots;  // GPU slots left out, not yet claimed
+  std::vector<std::pair<unsigned, unsigned>> mig_slots;  // (GPU, MIG)
+  for (const absl::Status& s : found.unusable) {
+    std::optional<Slot> slot = SlotOf(s);
+    if (!slot.has_value()) continue;
+    if (slot->mig.has_value()) {
+      mig_slots.emplace_back(slot->gpu, *slot->mig);
+    } else {
+      gpu_slots.push_back(slot->gpu);
     }
+  }
+  if (gpu_slots.empty() && mig_slots.empty()) return found;
+  std::sort(gpu_slots.begin(), gpu_slots.end());
+  gpu_slots.erase(std::unique(gpu_slots.begin(), gpu_slots.end()),
+                  gpu_slots.end());
+
+  // Served GPUs that `found` lacks, in served order (by index), and those
+  // it has, for their MIG devices.
+  std::vector<const GpuInfo*> lacking;
+  for (const GpuInfo& g : served.gpus) {
+    GpuInfo* now = FindByUuidMutable(found.gpus, g.uuid);
     if (now == nullptr) {
-      found.gpus.push_back(g);
+      lacking.push_back(&g);
       continue;
     }
     if (now->mig_enabled != g.mig_enabled || !g.mig_enabled) continue;
     bool added = false;
     for (const MigInfo& m : g.migs) {
-      if (FindByUuid(now->migs, m.uuid) == nullptr) {
-        now->migs.push_back(m);
-        added = true;
+      if (FindByUuid(now->migs, m.uuid) != nullptr) continue;
+      if (std::find(mig_slots.begin(), mig_slots.end(),
+                    std::make_pair(now->index, m.index)) == mig_slots.end()) {
+        continue;
       }
+      now->migs.push_back(m);
+      added = true;
     }
     if (added) {
       std::stable_sort(
           now->migs.begin(), now->migs.end(),
           [](const MigInfo& a, const MigInfo& b) { return a.index < b.index; });
     }
+  }
+  // NVML numbers GPUs in PCI bus order, so a GPU can be in slot `slot`
+  // only if it sorts between the GPUs described around it.
+  const std::vector<GpuInfo> described = found.gpus;
+  auto fits = [&described](const GpuInfo& g, unsigned slot) {
+    return std::all_of(described.begin(), described.end(),
+                       [&](const GpuInfo& d) {
+                         return d.index < slot ? d.pci_bus_id < g.pci_bus_id
+                                               : g.pci_bus_id < d.pci_bus_id;
+                       });
+  };
+  // A lacking GPU served at a slot left out is the GPU there.
+  std::vector<const GpuInfo*> unplaced;
+  for (const GpuInfo* g : lacking) {
+    auto slot = std::find(gpu_slots.begin(), gpu_slots.end(), g->index);
+    if (slot == gpu_slots.end() || !fits(*g, g->index)) {
+      unplaced.push_back(g);
+      continue;
+    }
+    found.gpus.push_back(*g);
+    gpu_slots.erase(slot);
+  }
+  // The indices moved (a GPU before it went or came): each slot left over
+  // is taken by the first lacking GPU left over that fits there, in index
+  // order, which takes the slot's index.
+  for (unsigned slot : gpu_slots) {
+    auto g = std::find_if(unplaced.begin(), unplaced.end(),
+                          [&](const GpuInfo* u) { return fits(*u, slot); });
+    if (g == unplaced.end()) continue;
+    found.gpus.push_back(**g);
+    found.gpus.back().index = slot;
+    unplaced.erase(g);
   }
   std::stable_sort(
       found.gpus.begin(), found.gpus.end(),

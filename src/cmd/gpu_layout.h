@@ -9,7 +9,8 @@
 // PCIe roots, brand, architecture, compute capability, MIG capability, the
 // CUDA version and the engine counts, which follow from the GPU (or MIG
 // profile) and do not change while it stays; and the GPUs left out as
-// unusable, which count only by not being in the layout.
+// unusable, which count only by not being in the layout (KeepUndescribed
+// decides what stays served for them).
 #ifndef GDP_CMD_GPU_LAYOUT_H_
 #define GDP_CMD_GPU_LAYOUT_H_
 
@@ -28,15 +29,26 @@ namespace gdp {
 std::vector<std::string> LayoutChanges(const NodeGpus& before,
                                        const NodeGpus& after);
 
-// What a rediscovery serves: `found`, and, when `found` left out a GPU or
-// MIG device NVML could not describe (found.unusable not empty), also every
-// GPU of `served` that `found` lacks, and every MIG device of `served` that
-// `found` lacks on a GPU whose MIG mode did not change; GPUs ordered by
-// index, MIG devices by index. So a GPU fallen off the bus, hung or
-// failing stays listed (unhealthy, from the health monitor) under its ID,
-// as docs/health.md wants; it leaves the list at the first rediscovery
-// that leaves nothing out, or on a reload. While anything is left out, a
-// device that really went away stays listed too. Thread-safe (pure).
+// What to serve of a discovery, `found`, while `served` is served: the one
+// rule for a reload and a rediscovery (docs/health.md, "A GPU NVML cannot
+// describe"). A unit NVML still lists but cannot describe is left out of
+// `found` (an entry of found.unusable names its slot: "GPU 3: ...",
+// "GPU 0 MIG 2: ..."); the served unit in that slot stays, as it was
+// served, so it stays listed (unhealthy, from the health monitor) under
+// its ID until a discovery describes it again or NVML lists it no more.
+// Precisely, `found` plus:
+// - for each GPU slot left out, the served GPU that `found` lacks and that
+//   was served at that index; each slot left over (the indices moved: a
+//   GPU before it went or came) is taken by the first lacking GPU left
+//   over, in index order, with its slot's index. Either way only a GPU
+//   whose PCI bus ID sorts between those of the GPUs `found` describes
+//   around the slot (NVML numbers GPUs in PCI bus order);
+// - for each MIG slot left out on a GPU `found` has with MIG enabled as
+//   served, the MIG device served at that MIG index that `found` lacks.
+// Nothing else: a served unit `found` lacks with no slot left out for it is
+// gone, and so is every one when nothing is left out. At most one unit is
+// kept per slot. GPUs ordered by index, MIG devices by index; `unusable`
+// as found. Thread-safe (pure).
 NodeGpus KeepUndescribed(const NodeGpus& served, NodeGpus found);
 
 }  // namespace gdp

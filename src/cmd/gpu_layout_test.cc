@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
 
 namespace gdp {
 namespace {
@@ -160,15 +164,34 @@ std::vector<std::string> Uuids(const NodeGpus& n) {
   return out;
 }
 
+// Base() and a third GPU, GPU-C (index 2, MIG disabled).
+NodeGpus Three() {
+  NodeGpus n = Base();
+  GpuInfo c = n.gpus[1];
+  c.index = 2;
+  c.uuid = "GPU-C";
+  c.minor = 2;
+  c.pci_bus_id = "0000:3b:00.0";
+  n.gpus.push_back(c);
+  return n;
+}
+
+// A discovery's entry for a GPU (or MIG device) NVML cannot describe, as
+// DiscoverGpus names it.
+absl::Status Lost(const std::string& what) {
+  return absl::UnavailableError(what + ": GPU is lost");
+}
+
 TEST(KeepUndescribedTest, Table) {
-  const absl::Status kLost = absl::UnavailableError("GPU 1: GPU is lost");
   struct Case {
     const char* name;
-    std::function<void(NodeGpus&)> change;  // applied to a copy of Base()
+    NodeGpus served;
+    std::function<void(NodeGpus&)> change;  // applied to a copy of served
     std::vector<std::string> want;
   };
   const Case cases[] = {
       {"all described: as found",
+       Base(),
        [](NodeGpus& n) {
          n.gpus.erase(n.gpus.begin());
          n.gpus.front().mig_enabled = true;
@@ -176,43 +199,107 @@ TEST(KeepUndescribedTest, Table) {
        },
        {"GPU-B", "GPU-B/MIG-3"}},
       {"a GPU left out stays, in index order",
-       [&](NodeGpus& n) {
+       Base(),
+       [](NodeGpus& n) {
          n.gpus.erase(n.gpus.begin());
-         n.unusable = {kLost};
+         n.unusable = {Lost("GPU 0")};
        },
        {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-B"}},
       {"a MIG device left out stays",
-       [&](NodeGpus& n) {
+       Base(),
+       [](NodeGpus& n) {
          n.gpus[0].migs.erase(n.gpus[0].migs.begin());
-         n.unusable = {kLost};
+         n.unusable = {Lost("GPU 0 MIG 0")};
        },
        {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-B"}},
       {"additions are followed",
-       [&](NodeGpus& n) {
+       Base(),
+       [](NodeGpus& n) {
          n.gpus[0].migs.erase(n.gpus[0].migs.begin());
          n.gpus[0].migs.push_back(Mig(2, "MIG-5", "1g.10gb", 10));
          n.gpus.push_back(n.gpus[1]);
          n.gpus.back().uuid = "GPU-C";
          n.gpus.back().index = 2;
-         n.unusable = {kLost};
+         n.unusable = {Lost("GPU 0 MIG 0")};
        },
        {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-A/MIG-5", "GPU-B",
         "GPU-C"}},
       {"a MIG mode change is followed",
-       [&](NodeGpus& n) {
+       Base(),
+       [](NodeGpus& n) {
          n.gpus[0].mig_enabled = false;
          n.gpus[0].migs.clear();
-         n.unusable = {kLost};
+         n.unusable = {Lost("GPU 1 MIG 0")};
        },
        {"GPU-A", "GPU-B"}},
+      // Narrowed: only what sits where the discovery left something out.
+      {"a GPU gone while a MIG device is left out goes",
+       Base(),
+       [](NodeGpus& n) {
+         n.gpus.pop_back();
+         n.gpus[0].migs.pop_back();
+         n.unusable = {Lost("GPU 0 MIG 1")};
+       },
+       {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2"}},
+      {"a MIG device gone while a GPU is left out goes",
+       Base(),
+       [](NodeGpus& n) {
+         n.gpus.pop_back();
+         n.gpus[0].migs.erase(n.gpus[0].migs.begin());
+         n.unusable = {Lost("GPU 1")};
+       },
+       {"GPU-A", "GPU-A/MIG-2", "GPU-B"}},
+      {"a MIG device stays only in its own slot",
+       Base(),
+       [](NodeGpus& n) {
+         n.gpus[0].migs.clear();
+         n.unusable = {Lost("GPU 0 MIG 1")};
+       },
+       {"GPU-A", "GPU-A/MIG-2", "GPU-B"}},
+      {"one GPU left out keeps one GPU: the one served in its slot",
+       Three(),
+       [](NodeGpus& n) {
+         n.gpus.resize(1);
+         n.unusable = {Lost("GPU 1")};
+       },
+       {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-B"}},
+      {"a GPU left out of another slot: the indices moved",
+       Three(),
+       [](NodeGpus& n) {
+         // GPU-A is gone, GPU-B is GPU 0 now and GPU 1 cannot be described.
+         n.gpus.erase(n.gpus.begin());
+         n.gpus[0].index = 0;
+         n.gpus.pop_back();
+         n.unusable = {Lost("GPU 1")};
+       },
+       {"GPU-B", "GPU-C"}},
+      {"an entry naming no unit keeps nothing",
+       Base(),
+       [](NodeGpus& n) {
+         n.gpus.pop_back();
+         n.unusable = {absl::UnknownError("the GPUs: unknown error")};
+       },
+       {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2"}},
   };
   for (const Case& c : cases) {
-    NodeGpus found = Base();
+    NodeGpus found = c.served;
     c.change(found);
-    NodeGpus got = KeepUndescribed(Base(), found);
+    NodeGpus got = KeepUndescribed(c.served, found);
     EXPECT_THAT(Uuids(got), ElementsAreArray(c.want)) << c.name;
     EXPECT_EQ(got.unusable.size(), found.unusable.size()) << c.name;
   }
+}
+
+TEST(KeepUndescribedTest, AGpuKeptInAnotherSlotTakesItsIndex) {
+  NodeGpus found = Three();
+  found.gpus.erase(found.gpus.begin());
+  found.gpus[0].index = 0;
+  found.gpus.pop_back();
+  found.unusable = {Lost("GPU 1")};
+  NodeGpus got = KeepUndescribed(Three(), found);
+  ASSERT_EQ(got.gpus.size(), 2u);
+  EXPECT_EQ(got.gpus[1].uuid, "GPU-C");
+  EXPECT_EQ(got.gpus[1].index, 1u) << "NVML's index of the slot now";
 }
 
 }  // namespace
