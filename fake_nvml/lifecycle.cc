@@ -1,5 +1,7 @@
 #include "fake_nvml/lifecycle.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -7,10 +9,12 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "fake_nvml/control.h"
 #include "fake_nvml/control_watcher.h"
 #include "fake_nvml/machine_loader.h"
+#include "fake_nvml/memory_limits.h"
 #include "fake_nvml/report.h"
 
 namespace gdp::fake_nvml {
@@ -82,12 +86,21 @@ nvmlReturn_t Initialize(unsigned flags) {
   if (machine.gpus.empty() && (flags & NVML_INIT_FLAG_NO_GPUS) == 0) {
     return NVML_ERROR_GPU_NOT_FOUND;
   }
+  unsigned euid = geteuid();
+  if (const std::string e = EnvOrEmpty("FAKE_NVML_EUID");
+      !e.empty() && !absl::SimpleAtoi(e, &euid)) {
+    Report(absl::StrCat("FAKE_NVML_EUID '", e, "' is not a user ID"));
+    return NVML_ERROR_UNKNOWN;
+  }
+  const std::string control = EnvOrEmpty("FAKE_NVML_CONTROL");
   {
     absl::MutexLock lock(&state_mutex);
     session = new Session(std::move(machine));
+    session->set_memory_limits_path(
+        MemoryLimitsPath(EnvOrEmpty("FAKE_NVML_MEMORY_LIMITS"), control));
+    session->set_euid(euid);
     init_count = 1;
   }
-  const std::string control = EnvOrEmpty("FAKE_NVML_CONTROL");
   if (control.empty()) return NVML_SUCCESS;
   absl::StatusOr<std::unique_ptr<ControlWatcher>> started =
       ControlWatcher::Start(control, &ApplyControlLine, &ReplayControlLine);

@@ -1,7 +1,9 @@
 // Init reference counting and the per-init Session. The first successful
-// init loads the machine file named by $FAKE_NVML_MACHINE and, when
-// $FAKE_NVML_CONTROL is set, starts the control-file watcher; the last
-// shutdown stops the watcher and discards the Session.
+// init loads the machine file named by $FAKE_NVML_MACHINE, takes the place
+// of the memory limits ($FAKE_NVML_MEMORY_LIMITS, else beside
+// $FAKE_NVML_CONTROL) and the caller's effective UID ($FAKE_NVML_EUID, else
+// geteuid()) and, when $FAKE_NVML_CONTROL is set, starts the control-file
+// watcher; the last shutdown stops the watcher and discards the Session.
 #ifndef GDP_FAKE_NVML_LIFECYCLE_H_
 #define GDP_FAKE_NVML_LIFECYCLE_H_
 
@@ -18,8 +20,9 @@ Session* CurrentSession() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
 //   SUCCESS, incrementing the reference count;
 //   the injected code while a "fail" fault is active (count unchanged);
 //   DRIVER_NOT_LOADED when $FAKE_NVML_MACHINE is unset or names no
-//     readable file, UNKNOWN when the file is malformed or the control
-//     file's directory cannot be watched (each with one stderr line);
+//     readable file, UNKNOWN when the file is malformed, $FAKE_NVML_EUID
+//     is not a number or the control file's directory cannot be watched
+//     (each with one stderr line);
 //   GPU_NOT_FOUND when the machine has no GPUs and `flags` lacks
 //     NVML_INIT_FLAG_NO_GPUS.
 nvmlReturn_t Initialize(unsigned flags) ABSL_LOCKS_EXCLUDED(state_mutex);

@@ -178,6 +178,15 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(
 FAKE_NVML_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo_v2(
     nvmlComputeInstance_t compute_instance, nvmlComputeInstanceInfo_t* info);
 
+// Per-cgroup GPU memory limits (R615; README.md, "Memory limits"). GPU
+// handles only (a MIG device handle: NOT_SUPPORTED); NOT_SUPPORTED when the
+// machine's driver is older than R615; the setter needs an effective UID of
+// 0 (NO_PERMISSION).
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceSetMemoryLimits_v1(
+    nvmlDevice_t device, nvmlSetMemoryLimits_v1_t* limits);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryLimits_v1(
+    nvmlDevice_t device, nvmlGetMemoryLimits_v1_t* limits);
+
 }  // extern "C"
 
 // The project's client resolves these symbols through the Fn_* pointer
@@ -236,6 +245,8 @@ FAKE_NVML_SAME_TYPE(nvmlDeviceGetCurrPcieLinkWidth);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetMaxPcieLinkWidth);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetCurrentClocksThrottleReasons);
 FAKE_NVML_SAME_TYPE(nvmlDeviceGetFieldValues);
+FAKE_NVML_SAME_TYPE(nvmlDeviceSetMemoryLimits_v1);
+FAKE_NVML_SAME_TYPE(nvmlDeviceGetMemoryLimits_v1);
 #undef FAKE_NVML_SAME_TYPE
 
 #endif  // GDP_FAKE_NVML_NVML_EXPORTS_H_

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -143,6 +144,20 @@ class Session {
                unsigned gpu_instance, unsigned compute_instance)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
 
+  // Where per-cgroup memory limits are kept (memory_limits.h): from
+  // $FAKE_NVML_MEMORY_LIMITS or $FAKE_NVML_CONTROL at init; nullopt when
+  // neither was set.
+  const std::optional<std::string>& memory_limits_path() const {
+    return memory_limits_path_;
+  }
+  void set_memory_limits_path(std::optional<std::string> path) {
+    memory_limits_path_ = std::move(path);
+  }
+  // The effective UID privileged calls see: $FAKE_NVML_EUID at init, else
+  // geteuid().
+  unsigned euid() const { return euid_; }
+  void set_euid(unsigned euid) { euid_ = euid; }
+
  private:
   const Machine machine_;
   const unsigned generation_;
@@ -157,6 +172,8 @@ class Session {
   // Keyed by the handle given out, which is the set's own address. Shared
   // so a waiter keeps its set alive across a concurrent free or shutdown.
   absl::flat_hash_map<nvmlEventSet_t, std::shared_ptr<EventSet>> event_sets_;
+  std::optional<std::string> memory_limits_path_;
+  unsigned euid_ = 0;
 };
 
 }  // namespace gdp::fake_nvml

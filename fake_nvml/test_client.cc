@@ -39,6 +39,8 @@ bool Eventually(const std::function<bool()>& done,
 void FakeNvmlTest::SetUp() {
   unsetenv("FAKE_NVML_MACHINE");
   unsetenv("FAKE_NVML_CONTROL");
+  unsetenv("FAKE_NVML_MEMORY_LIMITS");
+  unsetenv("FAKE_NVML_EUID");
 }
 
 void FakeNvmlTest::TearDown() {
@@ -46,6 +48,8 @@ void FakeNvmlTest::TearDown() {
   }
   unsetenv("FAKE_NVML_MACHINE");
   unsetenv("FAKE_NVML_CONTROL");
+  unsetenv("FAKE_NVML_MEMORY_LIMITS");
+  unsetenv("FAKE_NVML_EUID");
 }
 
 std::string FakeNvmlTest::WriteFile(const std::string& name,
