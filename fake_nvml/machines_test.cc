@@ -46,6 +46,8 @@ TEST_F(MachinesTest, EveryShippedMachineMatchesItsSystem) {
        true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER},
       {"hgx-h100.yaml", 8, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9, 0,
        true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER},
+      {"hgx-h100-r615.yaml", 8, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9,
+       0, true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER},
       {"dgx2-v100.yaml", 16, "Tesla V100-SXM3-32GB", 32768, 0x1DB810DE, 7, 0,
        false, 6, NVML_BRAND_TESLA, NVML_DEVICE_ARCH_VOLTA},
       {"pcie-4gpu-2switch.yaml", 4, "NVIDIA L40S", 46068, 0x26B910DE, 8, 9,

@@ -9,9 +9,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include "testing/temp_dir.h"
+#include "testing/test_cgroup.h"
 
 namespace gdp {
 namespace {
@@ -28,7 +31,10 @@ class NvmlTest : public ::testing::Test {
     setenv("FAKE_NVML_CONTROL", control_.c_str(), 1);
     UseMachine("dgx-a100");
   }
-  void TearDown() override { unsetenv("FAKE_NVML_CONTROL"); }
+  void TearDown() override {
+    unsetenv("FAKE_NVML_CONTROL");
+    unsetenv("FAKE_NVML_EUID");
+  }
   // Points the driver root's libnvidia-ml.so.1 at `path`.
   void UseLibrary(const std::string& path) {
     fs::remove(root_ / "usr/lib64/libnvidia-ml.so.1");
@@ -357,6 +363,154 @@ TEST_F(NvmlTest, EventWaitReportsNvmlFailing) {
               HasSubstr("nvmlEventSetWait_v2"));
   EXPECT_EQ(NvmlCode((*nvml)->CreateEventSet().status()), NVML_ERROR_UNKNOWN);
   Inject("recover");
+}
+
+// Per-cgroup memory limits (R615). The fake keeps them beside the control
+// file, so they last as long as the test's driver root.
+class NvmlMemoryLimitsTest : public NvmlTest {
+ protected:
+  void SetUp() override {
+    NvmlTest::SetUp();
+    if (!cgroup_.ok()) GTEST_SKIP() << cgroup_.error();
+    a_ = cgroup_.Child("a");
+    ASSERT_FALSE(a_.empty());
+  }
+  // `name`.yaml with its driver made R615 (615.20.01), as the machine.
+  void UseR615(const std::string& name) {
+    std::ifstream in(std::string(GDP_MACHINES_DIR) + "/" + name + ".yaml");
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+    const size_t at = text.find("\"550.54.15\"");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 11, "\"615.20.01\"");
+    const fs::path path = root_ / (name + "-r615.yaml");
+    std::ofstream(path) << text;
+    setenv("FAKE_NVML_MACHINE", path.c_str(), 1);
+  }
+
+  gdp::testing::TestCgroup cgroup_{"gdp-nvml-test"};
+  std::string a_;
+};
+
+TEST_F(NvmlMemoryLimitsTest, SetGetAndClear) {
+  UseMachine("hgx-h100-r615");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  EXPECT_TRUE(n.HasMemoryLimits());
+  nvmlDevice_t gpu = *n.DeviceByIndex(3);
+  constexpr unsigned long long kGiB = 1ull << 30;
+  const struct {
+    unsigned long long soft, hard;
+  } kSteps[] = {{0, 10 * kGiB}, {kGiB, 2 * kGiB}, {0, kNvmlMemoryLimitMax}};
+  auto got = n.GetMemoryLimits(gpu, a_);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, NvmlMemoryLimits{}) << "nothing set: soft 0, hard max";
+  for (const auto& step : kSteps) {
+    SCOPED_TRACE(step.hard);
+    ASSERT_TRUE(n.SetMemoryLimits(gpu, a_, step.soft, step.hard).ok());
+    got = n.GetMemoryLimits(gpu, a_);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, (NvmlMemoryLimits{step.soft, step.hard, 0}));
+    auto other = n.GetMemoryLimits(*n.DeviceByIndex(4), a_);
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_EQ(*other, NvmlMemoryLimits{}) << "another GPU";
+  }
+}
+
+TEST_F(NvmlMemoryLimitsTest, Refusals) {
+  UseR615("h100-mig");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  nvmlDevice_t mig_enabled = *n.DeviceByIndex(0);
+  nvmlDevice_t plain = *n.DeviceByIndex(1);
+  nvmlDevice_t mig = *n.MigDeviceByIndex(mig_enabled, 0);
+  const std::string not_cgroup = root_.string();
+  const struct {
+    const char* what;
+    nvmlDevice_t device;
+    std::string cgroup;
+    unsigned long long soft, hard;
+    absl::StatusCode code;
+    nvmlReturn_t nvml;
+  } kCases[] = {
+      {"MIG device", mig, a_, 0, 1 << 20, absl::StatusCode::kUnimplemented,
+       NVML_ERROR_NOT_SUPPORTED},
+      {"GPU with MIG enabled", mig_enabled, a_, 0, 1 << 20,
+       absl::StatusCode::kUnimplemented, NVML_ERROR_NOT_SUPPORTED},
+      {"not a cgroup", plain, not_cgroup, 0, 1 << 20,
+       absl::StatusCode::kNotFound, NVML_ERROR_NOT_FOUND},
+      {"no such cgroup", plain, a_ + "/gone", 0, 1 << 20,
+       absl::StatusCode::kNotFound, NVML_ERROR_NOT_FOUND},
+      {"soft above hard", plain, a_, 2 << 20, 1 << 20,
+       absl::StatusCode::kInvalidArgument, NVML_ERROR_INVALID_ARGUMENT},
+      {"hard above the GPU", plain, a_, 0, 1ull << 40,
+       absl::StatusCode::kInvalidArgument, NVML_ERROR_INVALID_ARGUMENT},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.what);
+    const absl::Status s =
+        n.SetMemoryLimits(c.device, c.cgroup, c.soft, c.hard);
+    EXPECT_EQ(s.code(), c.code) << s;
+    EXPECT_EQ(NvmlCode(s), c.nvml);
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr("nvmlDeviceSetMemoryLimits_v1"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.cgroup));
+  }
+  EXPECT_EQ(NvmlCode(n.GetMemoryLimits(mig, a_).status()),
+            NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(NvmlCode(n.GetMemoryLimits(plain, not_cgroup).status()),
+            NVML_ERROR_NOT_FOUND);
+}
+
+TEST_F(NvmlMemoryLimitsTest, DriverBeforeR615AnswersNotSupported) {
+  UseMachine("hgx-h100");  // driver 550
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  EXPECT_TRUE(n.HasMemoryLimits()) << "the library has the entry points";
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  const absl::Status set = n.SetMemoryLimits(gpu, a_, 0, 1 << 30);
+  EXPECT_EQ(set.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(NvmlCode(set), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(NvmlCode(n.GetMemoryLimits(gpu, a_).status()),
+            NVML_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(NvmlMemoryLimitsTest, LibraryWithoutTheEntryPointsStillLoads) {
+  UseLibrary(GDP_FAKE_NVML_PRE_LIMITS_LIB);
+  UseMachine("hgx-h100-r615");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  EXPECT_FALSE(n.HasMemoryLimits());
+  EXPECT_TRUE(n.HasMig());
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  const absl::Status statuses[] = {n.SetMemoryLimits(gpu, a_, 0, 1 << 30),
+                                   n.GetMemoryLimits(gpu, a_).status()};
+  const char* kCalls[] = {"nvmlDeviceSetMemoryLimits_v1",
+                          "nvmlDeviceGetMemoryLimits_v1"};
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(statuses[i].code(), absl::StatusCode::kUnimplemented);
+    EXPECT_EQ(NvmlCode(statuses[i]), NVML_ERROR_FUNCTION_NOT_FOUND);
+    EXPECT_THAT(std::string(statuses[i].message()), HasSubstr(kCalls[i]));
+  }
+}
+
+TEST_F(NvmlMemoryLimitsTest, UnprivilegedCallerMayOnlyRead) {
+  setenv("FAKE_NVML_EUID", "1000", 1);
+  UseMachine("hgx-h100-r615");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  const absl::Status set = n.SetMemoryLimits(gpu, a_, 0, 1 << 30);
+  EXPECT_EQ(set.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(NvmlCode(set), NVML_ERROR_NO_PERMISSION);
+  auto got = n.GetMemoryLimits(gpu, a_);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, NvmlMemoryLimits{});
 }
 
 }  // namespace
