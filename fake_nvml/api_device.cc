@@ -1,10 +1,13 @@
 // Exported NVML entry points: per-device queries.
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "fake_nvml/api_call.h"
 #include "fake_nvml/machine.h"
+#include "fake_nvml/memory_limits.h"
 #include "fake_nvml/nvml_exports.h"
 
 namespace fn = gdp::fake_nvml;
@@ -41,6 +44,25 @@ void DeviceMemory(const fn::ApiCall& call, unsigned long long* total,
     *total = call.gpu().memory_total_bytes;
     *used = call.gpu().memory_used_bytes;
   }
+}
+
+// The hard memory limit of the calling process's own cgroup on the call's
+// GPU (per-cgroup memory limits, R615), or nullopt when it has none: a
+// limit set on an ancestor does not count (as under the dmem backend, where
+// a container's leaf cgroup has its own dmem.max). Errors reading the
+// limits count as none.
+std::optional<unsigned long long> OwnHardLimit(const fn::ApiCall& call) {
+  const std::optional<std::string>& path = call.session().memory_limits_path();
+  if (call.mig().has_value() || !path.has_value() ||
+      !fn::HasMemoryLimits(call.session().machine().driver_version)) {
+    return std::nullopt;
+  }
+  const std::optional<fn::CgroupDir> own = fn::OwnCgroup();
+  if (!own.has_value()) return std::nullopt;
+  absl::StatusOr<fn::MemoryLimitEntry> entry =
+      fn::LookupMemoryLimits(*path, call.gpu().uuid, *own);
+  if (!entry.ok() || entry->hard == fn::kMemoryLimitMax) return std::nullopt;
+  return entry->hard;
 }
 
 // The v1/v2 struct ends after pciSubSystemId.
@@ -117,6 +139,13 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
   DeviceMemory(call, &memory->total, &memory->used);
   memory->reserved = 0;
   memory->free = memory->total - memory->used;
+  if (const std::optional<unsigned long long> hard = OwnHardLimit(call)) {
+    // Inside a limited cgroup: what the cgroup may hold and holds (the fake
+    // runs nothing, so none), never more free than the GPU has.
+    memory->free = std::min(*hard, memory->free);
+    memory->total = *hard;
+    memory->used = 0;
+  }
   return NVML_SUCCESS;
 }
 

@@ -14,10 +14,12 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace gdp::fake_nvml {
 namespace {
@@ -206,6 +208,35 @@ absl::StatusOr<CgroupDir> ResolveCgroup(const char* name_space) {
   dir.dev = static_cast<uint64_t>(st.st_dev);
   dir.ino = static_cast<uint64_t>(st.st_ino);
   return dir;
+}
+
+std::optional<CgroupDir> OwnCgroup() {
+  std::string text;
+  if (!ReadFile("/proc/self/mountinfo", &text).ok()) return std::nullopt;
+  std::string mount;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    // ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS... - FSTYPE SOURCE ...
+    const size_t dash = line.find(" - ");
+    if (dash == absl::string_view::npos ||
+        !absl::StartsWith(line.substr(dash + 3), "cgroup2 ")) {
+      continue;
+    }
+    const std::vector<absl::string_view> fields =
+        absl::StrSplit(line.substr(0, dash), ' ');
+    if (fields.size() >= 5) mount = std::string(fields[4]);
+    break;
+  }
+  if (mount.empty() || !ReadFile("/proc/self/cgroup", &text).ok()) {
+    return std::nullopt;
+  }
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::ConsumePrefix(&line, "0::")) continue;
+    const std::string path = line == "/" ? mount : absl::StrCat(mount, line);
+    absl::StatusOr<CgroupDir> dir = ResolveCgroup(path.c_str());
+    if (!dir.ok()) return std::nullopt;
+    return *std::move(dir);
+  }
+  return std::nullopt;
 }
 
 absl::Status CheckMemoryLimits(unsigned long long soft, unsigned long long hard,

@@ -48,6 +48,11 @@ struct CgroupDir {
 // filesystem (statfs magic CGROUP2_SUPER_MAGIC).
 absl::StatusOr<CgroupDir> ResolveCgroup(const char* name_space);
 
+// The calling process's own cgroup v2 directory: the "0::" line of
+// /proc/self/cgroup under the first cgroup2 mount of /proc/self/mountinfo
+// (resolved as ResolveCgroup does); nullopt when either is missing.
+std::optional<CgroupDir> OwnCgroup();
+
 // The limit values NVML accepts for a GPU of `memory_total` bytes:
 // InvalidArgument when soft > hard, or when either, other than
 // kMemoryLimitMax, exceeds memory_total.

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -342,6 +343,44 @@ TEST_F(MemoryLimitsTest, NowhereToKeepThem) {
             "fake-nvml: no limits file: give --limits, or set "
             "FAKE_NVML_MEMORY_LIMITS or FAKE_NVML_CONTROL as for the "
             "library\nexit 1");
+}
+
+TEST_F(MemoryLimitsTest, MemoryInfoInsideALimitedCgroup) {
+  Init();
+  const std::string a = cgroup_.Child("a");
+  const std::string b = cgroup_.Child("a/b");
+  ASSERT_FALSE(b.empty());
+  ASSERT_EQ(Set(Device(0), a.c_str(), 0, 300 * kMiB), NVML_SUCCESS);
+  ASSERT_EQ(Set(Device(2), b.c_str(), 0, 100 * kMiB), NVML_SUCCESS);
+  const auto total = [&](unsigned gpu) {
+    nvmlMemory_v2_t memory{};
+    memory.version = nvmlMemory_v2;
+    EXPECT_EQ(NVML(nvmlDeviceGetMemoryInfo_v2)(Device(gpu), &memory),
+              NVML_SUCCESS);
+    EXPECT_EQ(memory.free + memory.used, memory.total) << gpu;
+    return memory.total;
+  };
+  const struct {
+    std::string where;
+    unsigned long long gpu0, gpu2;
+  } kCases[] = {
+      {"", 1024 * kMiB, 2048 * kMiB},
+      {a, 300 * kMiB, 2048 * kMiB},
+      {b, 1024 * kMiB, 100 * kMiB},  // a's limit is not b's
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.where);
+    std::optional<::gdp::testing::InCgroup> in;
+    if (!c.where.empty()) {
+      in.emplace(c.where);
+      ASSERT_TRUE(in->ok());
+    }
+    EXPECT_EQ(total(0), c.gpu0);
+    EXPECT_EQ(total(2), c.gpu2);
+    nvmlMemory_t v1{};
+    ASSERT_EQ(NVML(nvmlDeviceGetMemoryInfo)(Device(0), &v1), NVML_SUCCESS);
+    EXPECT_EQ(v1.total, 1024 * kMiB) << "v1 is not adjusted";
+  }
 }
 
 TEST(PreLimitsLibraryTest, LacksTheEntryPoints) {

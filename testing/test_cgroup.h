@@ -95,6 +95,39 @@ class TestCgroup {
   std::vector<std::string> children_;
 };
 
+// Moves this whole process into cgroup directory `dir` (writing 0 to its
+// cgroup.procs) and, when destroyed, back into the cgroup v2 directory it
+// was in. ok() false when either is impossible.
+class InCgroup {
+ public:
+  explicit InCgroup(const std::string& dir) {
+    std::ifstream in("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("0::", 0) == 0) back_ = Cgroup2Mount() + line.substr(3);
+    }
+    ok_ = !back_.empty() && Write(dir);
+  }
+  ~InCgroup() {
+    if (ok_) Write(back_);
+  }
+  InCgroup(const InCgroup&) = delete;
+  InCgroup& operator=(const InCgroup&) = delete;
+
+  bool ok() const { return ok_; }
+
+ private:
+  static bool Write(const std::string& dir) {
+    std::ofstream procs(dir + "/cgroup.procs");
+    procs << "0\n";
+    procs.flush();
+    return procs.good();
+  }
+
+  std::string back_;
+  bool ok_ = false;
+};
+
 }  // namespace gdp::testing
 
 #endif  // GDP_TESTING_TEST_CGROUP_H_
