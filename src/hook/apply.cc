@@ -71,6 +71,16 @@ absl::Status SetLimits(const std::string& driver_root,
     }
     if (absl::Status s = (*nvml)->SetMemoryLimits(*dev, cgroup, 0, bytes);
         !s.ok()) {
+      if (NvmlCode(s) == NVML_ERROR_NOT_SUPPORTED) {
+        absl::StatusOr<std::string> version = (*nvml)->DriverVersion();
+        return absl::Status(
+            s.code(),
+            absl::StrCat(where, s.message(), "; driver ",
+                         version.ok() ? *version : "of unknown version",
+                         ": per-cgroup GPU memory limits need driver R615 "
+                         "(CUDA 13.4) or later, a GPU that is not in MIG "
+                         "mode and cgroup v2"));
+      }
       return Prefixed(s, where);
     }
   }

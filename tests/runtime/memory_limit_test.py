@@ -1,0 +1,189 @@
+"""GPU memory limits applied at container creation by our CDI hook
+(gdp-cdi-hook, from the build), run by podman and runc from a CDI spec as
+cdi/memory_limit.h writes it: DRA shares (one CDI device per share, the
+limit in the hook's --share) and a device-plugin GPU (--gpu-id, the limit
+in the container's env). The fake NVML keeps the limits in a file that
+`fake-nvml memory-limits --get --json` reads, so the test sees exactly
+which cgroup got which limit: each container's own leaf cgroup (v2), its
+shares of one GPU added up, nothing else limited. A driver without the
+memory-limit API (the machine's driver older than R615, or a library
+without the entry points) keeps the container from starting, with the
+hook's message in podman's output.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+import containers
+import fixture
+import podman
+
+HOOK = os.path.join(fixture.BUILD, "src", "gdp-cdi-hook")
+FAKE_NVML_PRE_LIMITS_LIB = os.path.join(fixture.BUILD, "fake_nvml",
+                                        "pre-limits", "lib",
+                                        "libnvidia-ml.so.1")
+KIND = "test.gdp.example/share"
+MIB = 1 << 20
+MAX = (1 << 64) - 1
+
+
+def machine_uuids(machine):
+  with open(fixture.machine_file(machine), encoding="utf-8") as f:
+    import yaml  # pylint: disable=import-outside-toplevel
+    return [g["uuid"] for g in yaml.safe_load(f)["gpus"]]
+
+
+def cgroup2_mount():
+  """The host's cgroup2 mount point (root "/")."""
+  with open("/proc/self/mountinfo", encoding="utf-8") as f:
+    for line in f:
+      fields = line.split()
+      dash = fields.index("-")
+      if fields[dash + 1] == "cgroup2" and fields[3] == "/":
+        return fields[4]
+  return None
+
+
+class MemoryLimitTest(fixture.RuntimeTest):
+  """Containers started by podman + runc with our hook in their CDI
+  devices."""
+
+  def setUp(self):
+    super().setUp()
+    if not os.path.exists(HOOK):
+      self.fail("%s is missing: build the gdp-cdi-hook target" % HOOK)
+    if cgroup2_mount() is None:
+      self.skipTest("no cgroup2 mount on this host")
+    self.limits = self.path("memory-limits")
+
+  def driver_root(self, machine, library=fixture.FAKE_NVML_LIB):
+    """A fixture root with `library` installed as the driver's NVML."""
+    root = self.make_root(machine)
+    lib = os.path.join(root, "usr/lib/x86_64-linux-gnu")
+    os.makedirs(lib, exist_ok=True)
+    shutil.copy(library, os.path.join(lib, "libnvidia-ml.so.1"))
+    return root
+
+  def hook(self, machine, root, *flags):
+    """A CDI hook entry of ours as cdi/memory_limit.h writes it, plus the
+    fake NVML's environment (a hook runs with its entry's env only)."""
+    return {"hookName": "createRuntime", "path": HOOK,
+            "args": ["gdp-cdi-hook", "apply-memory-limits", "--driver-root",
+                     root] + list(flags),
+            "env": ["FAKE_NVML_MACHINE=" + fixture.machine_file(machine),
+                    "FAKE_NVML_MEMORY_LIMITS=" + self.limits],
+            "timeout": 30}
+
+  def write_spec(self, devices):
+    """The CDI spec of `devices` ({name: hooks}) in <dir>/cdi."""
+    spec = {"cdiVersion": "0.5.0", "kind": KIND, "devices": [
+        {"name": name, "containerEdits": {"hooks": hooks}}
+        for name, hooks in devices.items()]}
+    os.makedirs(self.path("cdi"), exist_ok=True)
+    with open(self.path("cdi", "test-share.json"), "w",
+              encoding="utf-8") as f:
+      json.dump(spec, f)
+
+  def start_container(self, what, devices, env=(), check=True):
+    """Runs a detached container given CDI `devices`; its name, or with
+    check=False the finished podman process."""
+    name = podman.container_name(what)
+    self.containers.append(name)
+    flags = []
+    for d in devices:
+      flags += ["--device", "%s=%s" % (KIND, d)]
+    for e in env:
+      flags += ["--env", e]
+    cmd = containers.command(name, flags, self.path("cdi"),
+                             ["-d", podman.BASE_IMAGE, "sleep", "600"])
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                       timeout=4 * fixture.TIMEOUT)
+    if not check:
+      return p
+    self.assertEqual(p.returncode, 0, "%s did not start:\n%s\n%s\n%s" % (
+        what, " ".join(cmd), p.stderr, p.stdout))
+    return name
+
+  def cgroup_of(self, name):
+    """The container's own cgroup v2 directory, from its first process."""
+    pid = podman.podman("inspect", "--format", "{{.State.Pid}}",
+                        name).stdout.strip()
+    with open("/proc/%s/cgroup" % pid, encoding="utf-8") as f:
+      for line in f:
+        if line.startswith("0::"):
+          return os.path.join(cgroup2_mount(), line[3:].strip().lstrip("/"))
+    self.fail("container %s (pid %s) has no cgroup v2" % (name, pid))
+    return None
+
+  def applied(self):
+    """{(uuid, cgroup): (soft, hard)} as the fake NVML keeps them."""
+    p = subprocess.run([fixture.FAKE_NVML_TOOL, "memory-limits", "--get",
+                        "--json", "--limits", self.limits],
+                       capture_output=True, text=True, check=False,
+                       timeout=fixture.TIMEOUT)
+    self.assertEqual(p.returncode, 0, p.stderr)
+    return {(e["uuid"], e["cgroup"]): (e["soft"], e["hard"])
+            for e in json.loads(p.stdout or "[]")}
+
+  def test_memory_limit_shares_and_env_on_each_containers_cgroup(self):
+    machine = "hgx-h100-r615"
+    gpu0, gpu1, gpu2 = machine_uuids(machine)[:3]
+    root = self.driver_root(machine)
+
+    def share(key, gpu, mib):
+      return [self.hook(machine, root, "--share",
+                        "%s,%s,%d" % (key, gpu, mib))]
+    self.write_spec({
+        "claim1-a": share("claim1-a", gpu0, 10240),
+        "claim1-b": share("claim1-b", gpu0, 2048),
+        "claim1-c": share("claim1-c", gpu1, 4096),
+        "claim2-a": share("claim2-a", gpu0, 30720),
+        # A device-plugin GPU: the limit comes from the container's env.
+        "gpu2": [self.hook(machine, root, "--gpu-id", gpu2)],
+    })
+    one = self.start_container("shares-1", ["claim1-a", "claim1-b", "claim1-c"])
+    two = self.start_container("shares-2", ["claim2-a"])
+    three = self.start_container("env-limit", ["gpu2"],
+                     env=["NVIDIA_GPU_MEMORY_LIMIT=2048"])
+    unlimited = self.start_container("no-limit", ["gpu2"])
+    cg1, cg2, cg3 = self.cgroup_of(one), self.cgroup_of(two), \
+        self.cgroup_of(three)
+    self.assertEqual(len({cg1, cg2, cg3, self.cgroup_of(unlimited)}), 4)
+    self.assertEqual(self.applied(), {
+        (gpu0, cg1): (0, 12288 * MIB),  # two shares of one GPU add up
+        (gpu1, cg1): (0, 4096 * MIB),
+        (gpu0, cg2): (0, 30720 * MIB),
+        (gpu2, cg3): (0, 2048 * MIB),
+    })
+
+  def refused(self, root, machine, what):
+    gpu0 = machine_uuids(machine)[0]
+    self.write_spec({"share": [self.hook(
+        machine, root, "--share", "claim-x,%s,1024" % gpu0)]})
+    p = self.start_container(what, ["share"], check=False)
+    self.assertNotEqual(p.returncode, 0, "%s started unlimited:\n%s" % (
+        what, p.stdout))
+    said = p.stderr + p.stdout
+    self.assertIn("gdp-cdi-hook: container ", said)
+    self.assertIn("cannot limit GPU", said)
+    self.assertIn("/sys/fs/cgroup", said)
+    self.assertIn("R615", said)
+    self.assertEqual(self.applied(), {})
+    return said
+
+  def test_memory_limit_refused_by_a_driver_older_than_r615(self):
+    # hgx-h100: the same GPUs as hgx-h100-r615 with a 550 driver.
+    root = self.driver_root("hgx-h100")
+    said = self.refused(root, "hgx-h100", "old-driver")
+    self.assertIn(machine_uuids("hgx-h100")[0], said)
+    self.assertIn("Not Supported", said)
+    self.assertIn("550.54.15", said)
+
+  def test_memory_limit_refused_by_a_library_without_the_entry_points(self):
+    if not os.path.exists(FAKE_NVML_PRE_LIMITS_LIB):
+      self.fail("%s is missing: build fake_nvml_pre_limits" %
+                FAKE_NVML_PRE_LIMITS_LIB)
+    root = self.driver_root("hgx-h100-r615", FAKE_NVML_PRE_LIMITS_LIB)
+    self.refused(root, "hgx-h100-r615", "old-library")
