@@ -17,6 +17,9 @@
    and the value's effect on the flags, environment, mounts and fields is the
    one expected. REFUSED: values the charts do not honour fail
    `helm template`, naming the value.
+4. The DRA chart's table of NVIDIA's feature gates
+   (nvidia-feature-gates.yaml, which validation.yaml refuses gates by) is
+   the plugin's (src/config/feature_gates.cc).
 Exits 1 naming the case and what differed.
 """
 
@@ -455,8 +458,41 @@ REFUSED = [
      "image.repository"),
     (DRA, {"both": {"enabled": True}}, "both.devices"),
     (DRA, {"featureGates": {"ConsumableShares": "yes"}}, "/featureGates"),
+    (DRA, {"featureGates": {"DynamicMIG": True}}, "featureGates.DynamicMIG"),
+    (DRA, {"featureGates": {"NoSuchGate": True}}, "featureGates.NoSuchGate"),
+    (DRA, {"featureGates": {"AllAlpha": True}}, "featureGates.AllAlpha"),
     (DRA, {"unknownValue": 1}, "unknownValue"),
 ]
+
+
+_SUPPORT = {"kImplemented": "implemented", "kDefaultOnly": "default-only",
+            "kNoEffect": "no-effect"}
+
+
+def check_gate_table(deploy_dir):
+  """The DRA chart's gate table is the plugin's (feature_gates.cc)."""
+  cc = os.path.join(deploy_dir, "..", "src", "config", "feature_gates.cc")
+  table = os.path.join(deploy_dir, "helm", DRA, "nvidia-feature-gates.yaml")
+  with open(cc, encoding="utf-8") as f:
+    src = f.read()
+  consts = dict(re.findall(r'constexpr absl::string_view (k\w+) =\s*"([^"]*)"',
+                           src))
+  body = src[src.index("NvidiaFeatureGates() {"):]
+  want = {}
+  for name, default, support in re.findall(
+      r'\{\s*(k\w+|"[A-Za-z]+")\s*,\s*(true|false)\s*,\s*'
+      r'GateSupport::(k\w+)', body):
+    want[consts.get(name, name.strip('"'))] = {
+        "default": default == "true", "support": _SUPPORT.get(support,
+                                                              support)}
+  with open(table, encoding="utf-8") as f:
+    got = yaml.safe_load(f)
+  if not want:
+    return [f"{cc}: no gates found in NvidiaFeatureGates()"]
+  if got != want:
+    return [f"{table}: {first_difference(got, want)} (chart vs "
+            "feature_gates.cc; 'overlay' is the plugin's table)"]
+  return []
 
 
 def run(cmd, stdin=None):
@@ -717,6 +753,7 @@ def main():
         f"helm lint {c}: {out}{err}" for rc, out, err in
         [run([tools.helm, "lint", tools.chart(c), "--strict", "--namespace",
               NAMESPACE])] if rc != 0]))
+  jobs.append(("gates", lambda: check_gate_table(args.deploy_dir)))
   for pair in drift_pairs(args.deploy_dir):
     jobs.append(("drift", lambda p=pair: check_drift(tools, *p)))
   for case in CASES:
