@@ -459,6 +459,8 @@ REFUSED = [
     (DRA, {"both": {"enabled": True}}, "both.devices"),
     (DRA, {"featureGates": {"ConsumableShares": "yes"}}, "/featureGates"),
     (DRA, {"featureGates": {"DynamicMIG": True}}, "featureGates.DynamicMIG"),
+    (DRA, {"consumableShares": "1"}, "consumableShares"),
+    (DRA, {"consumableShares": "half"}, "/consumableShares"),
     (DRA, {"featureGates": {"NoSuchGate": True}}, "featureGates.NoSuchGate"),
     (DRA, {"featureGates": {"AllAlpha": True}}, "featureGates.AllAlpha"),
     (DRA, {"unknownValue": 1}, "unknownValue"),
