@@ -335,7 +335,8 @@ CASES = [
       ("mount", "/driver-root", "/run/nvidia/driver"),
       ("mount", "/run/nvidia/driver", "/run/nvidia/driver")]),
     (DRA, {"kubeletPlugin": {
-        "kubeletRegistrarDirectoryPath": "/var/lib/k0s/kubelet/plugins_registry",
+        "kubeletRegistrarDirectoryPath":
+            "/var/lib/k0s/kubelet/plugins_registry",
         "kubeletPluginsDirectoryPath": "/var/lib/k0s/kubelet/plugins"}},
      "skip-dra-dirs",
      [("env", "KUBELET_REGISTRATION_DIR",
@@ -453,8 +454,8 @@ REFUSED = [
     (DRA, {"kubeletPlugin": {"containers": {"gpus": {"healthcheckPort": 1}}}},
      "kubeletPlugin.containers.gpus.healthcheckPort"),
     (DRA, {"memoryLimitHook": {"kind": "toolkit"}}, "/memoryLimitHook/kind"),
-    (DRA, {"image": {"repository":
-                     "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu"}},
+    (DRA, {"image": {
+        "repository": "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu"}},
      "image.repository"),
     (DRA, {"both": {"enabled": True}}, "both.devices"),
     (DRA, {"featureGates": {"ConsumableShares": "yes"}}, "/featureGates"),
