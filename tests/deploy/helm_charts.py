@@ -454,8 +454,8 @@ REFUSED = [
     (DRA, {"kubeletPlugin": {"containers": {"gpus": {"healthcheckPort": 1}}}},
      "kubeletPlugin.containers.gpus.healthcheckPort"),
     (DRA, {"memoryLimitHook": {"kind": "toolkit"}}, "/memoryLimitHook/kind"),
-    (DRA, {"image": {
-        "repository": "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu"}},
+    (DRA, {"image": {"repository": "registry.k8s.io/dra-driver-nvidia/"
+                                   "dra-driver-nvidia-gpu"}},
      "image.repository"),
     (DRA, {"both": {"enabled": True}}, "both.devices"),
     (DRA, {"featureGates": {"ConsumableShares": "yes"}}, "/featureGates"),
