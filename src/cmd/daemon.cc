@@ -332,13 +332,20 @@ absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
               s.message());
     return s;
   }
-  absl::StatusOr<NodeGpus> node = DiscoverWith(loaded->sysfs_root);
-  if (!node.ok()) {
+  absl::StatusOr<NodeGpus> found = DiscoverWith(loaded->sysfs_root);
+  if (!found.ok()) {
     LOG_ERROR("Config reload refused: discovering the GPUs failed: {}",
-              node.status().message());
-    return node.status();
+              found.status().message());
+    return found.status();
   }
-  if (absl::Status s = Apply(*loaded, *node); !s.ok()) {
+  // The rule a rediscovery follows too (Follow): what NVML cannot describe
+  // now stays as it was served.
+  NodeGpus node = KeepUndescribed(node_, *std::move(found));
+  for (const absl::Status& s : node.unusable) {
+    LOG_WARN("NVML cannot describe: {} (what was served there stays listed)",
+             s.message());
+  }
+  if (absl::Status s = Apply(*loaded, node); !s.ok()) {
     LOG_ERROR("Config reload failed, restoring the running config: {}",
               s.message());
     // Resources the failed attempt touched go back to the running config.
@@ -354,7 +361,7 @@ absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
         "plugin restarts");
   }
   config_ = *loaded;
-  Adopt(*std::move(node));
+  Adopt(std::move(node));
   LOG_INFO("Config reloaded; serving {}",
            absl::StrJoin(manager_.Running(), ", "));
   return absl::OkStatus();
@@ -384,12 +391,13 @@ absl::StatusOr<NodeGpus> Daemon::DiscoverWith(
 }
 
 absl::StatusOr<bool> Daemon::Follow(NodeGpus found) {
+  // The rule a reload follows too (Reload).
   NodeGpus node = KeepUndescribed(node_, std::move(found));
   std::vector<std::string> changes = LayoutChanges(node_, node);
   if (changes.empty()) return false;
   LOG_INFO("The node's GPUs changed: {}", absl::StrJoin(changes, "; "));
   for (const absl::Status& s : node.unusable) {
-    LOG_WARN("NVML cannot describe: {} (what was served stays listed)",
+    LOG_WARN("NVML cannot describe: {} (what was served there stays listed)",
              s.message());
   }
   if (absl::Status s = Apply(config_, node); !s.ok()) {

@@ -55,10 +55,11 @@ class Daemon {
   absl::Status Start(NodeGpus node);
 
   // Applies `loaded` (the config file read again with the same flags): the
-  // GPUs are discovered again, resources rebuilt, and only resources whose
-  // definition changed are restarted. A config that failed to load or that
-  // cannot be applied is refused and the running config stays; so is one
-  // whose discovery hit a hung NVML call (after its deadline).
+  // GPUs are discovered again (GPUs and MIG devices NVML cannot describe
+  // now stay as served, as in Follow: KeepUndescribed), resources rebuilt,
+  // and only resources whose definition changed are restarted. A config that
+  // failed to load or that cannot be applied is refused and the running config
+  // stays; so is one whose discovery hit a hung NVML call (after its deadline).
   // Result on failure: why it was refused (already logged).
   absl::Status Reload(const absl::StatusOr<Config>& loaded);
 
@@ -71,8 +72,9 @@ class Daemon {
   // or Cancelled (CancelNvml).
   absl::StatusOr<NodeGpus> Discover();
 
-  // Serves `found` (a Discover result; GPUs and MIG devices it left out
-  // as unusable stay served: KeepUndescribed) with the running config when
+  // Serves `found` (a Discover result; a served GPU or MIG device in a
+  // slot it left out as unusable stays served: KeepUndescribed, as in
+  // Reload) with the running config when
   // its layout (cmd/gpu_layout.h) differs from the one served, as Reload
   // does:
   // only resources whose definition changed restart, a GPU new to

@@ -319,6 +319,57 @@ TEST_F(DaemonTest, LostGpuMakesEveryDeviceOnItUnhealthy) {
   EXPECT_EQ(daemon_->NvmlFailure(), "") << "one GPU is no failure of NVML";
 }
 
+// A GPU NVML cannot describe any more is left out of a discovery; a
+// reload serves it as a rediscovery does: as it was, unhealthy, restarting
+// nothing, until it answers again (docs/health.md, "A GPU NVML cannot
+// describe").
+TEST_F(DaemonTest, ReloadAndRediscoveryKeepAGpuNvmlCannotDescribe) {
+  StartDaemon(BaseConfig());
+  std::map<std::string, Served> lost = kAllHealthy;
+  lost[kGpu] = {0, 1};
+  fake_.Inject("lose 1");
+  ASSERT_TRUE(Eventually([&] { return Serving() == lost; }))
+      << ::testing::PrintToString(Serving());
+
+  absl::StatusOr<NodeGpus> found = daemon_->Discover();
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->unusable.size(), 1u) << "GPU 1 is left out";
+  absl::StatusOr<bool> followed = daemon_->Follow(*found);
+  ASSERT_TRUE(followed.ok()) << followed.status();
+  EXPECT_FALSE(*followed) << "rediscovery: nothing to change";
+  EXPECT_EQ(Serving(), lost) << "after a rediscovery";
+
+  ASSERT_TRUE(daemon_->Reload(BaseConfig()).ok());
+  EXPECT_EQ(Serving(), lost) << "after a reload";
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(Registrations(), kOnce) << "nothing restarted";
+
+  // Back on the bus (a reset): healthy again, still nothing restarted.
+  fake_.Inject("restore 1");
+  ASSERT_TRUE(Eventually([&] { return Serving() == kAllHealthy; }))
+      << ::testing::PrintToString(Serving());
+  ASSERT_TRUE(daemon_->Reload(BaseConfig()).ok());
+  EXPECT_EQ(Serving(), kAllHealthy);
+  EXPECT_EQ(Registrations(), kOnce);
+}
+
+TEST_F(DaemonTest, ReloadKeepsAMigDeviceNvmlCannotDescribe) {
+  StartDaemon(BaseConfig());
+  std::map<std::string, Served> failing = kAllHealthy;
+  failing[kMig1g] = {1, 1};
+  fake_.Inject("fail-mig 0 3 999");
+  ASSERT_TRUE(Eventually([&] { return Serving() == failing; }))
+      << ::testing::PrintToString(Serving());
+  ASSERT_TRUE(daemon_->Reload(BaseConfig()).ok());
+  EXPECT_EQ(Serving(), failing) << "MIG device 3 stays listed, unhealthy";
+  absl::StatusOr<NodeGpus> found = daemon_->Discover();
+  ASSERT_TRUE(found.ok()) << found.status();
+  absl::StatusOr<bool> followed = daemon_->Follow(*found);
+  ASSERT_TRUE(followed.ok()) << followed.status();
+  EXPECT_FALSE(*followed);
+  EXPECT_EQ(Serving(), failing);
+}
+
 TEST_F(DaemonTest, HealthChecksOffLeaveEveryDeviceHealthy) {
   Config off = BaseConfig();
   off.disable_healthchecks = "all";
