@@ -225,6 +225,8 @@ CASES = [
      [("env", "CONFIG_FILE", "/etc/gpu-device-plugin/config.yaml"),
       ("field", "spec.template.spec.volumes[config].configMap.items",
        [{"key": "a100", "path": "config.yaml"}]),
+      # The config may ask for MIG, as NVIDIA's chart assumes.
+      ("env", "NVIDIA_MIG_MONITOR_DEVICES", "all"),
       ("object", "ConfigMap/gpu-device-plugin-config", False)]),
     (DP, {"gfd": {"enabled": True, "noTimestamp": True,
                   "sleepInterval": "30s"}}, {"labels": True},

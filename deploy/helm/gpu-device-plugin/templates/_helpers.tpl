@@ -100,12 +100,15 @@ picks at a node's start; validation.yaml fails when nothing is picked.
 {{- mustToJson $out -}}
 {{- end -}}
 
-{{/* "true" when the selected config or migStrategy asks for MIG. */}}
+{{/* "true" when migStrategy or the selected config asks for MIG, or may
+(an external ConfigMap without migStrategy, as NVIDIA's chart assumes). */}}
 {{- define "gdp.usesMig" -}}
 {{- $cfg := include "gdp.config" . | fromJson -}}
 {{- $mig := .Values.migStrategy | default "" -}}
 {{- if and (not $mig) (eq $cfg.source "map") -}}
 {{- $mig = ((fromYaml $cfg.text).flags | default dict).migStrategy | default "" -}}
+{{- else if and (not $mig) (eq $cfg.source "name") -}}
+{{- $mig = "unknown" -}}
 {{- end -}}
 {{- if and $mig (ne $mig "none") }}true{{ end -}}
 {{- end -}}
