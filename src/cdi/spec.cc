@@ -44,7 +44,8 @@ std::string SpecFileName() {
 absl::StatusOr<json> BuildSpec(const CdiSpecOptions& options,
                                const DriverFiles& files,
                                const std::vector<std::string>& control_nodes,
-                               const std::vector<Device>& devices) {
+                               const std::vector<Device>& devices,
+                               const DeviceEdit& edit) {
   if (devices.empty()) {
     return absl::InvalidArgumentError("no devices to put in the CDI spec");
   }
@@ -70,6 +71,9 @@ absl::StatusOr<json> BuildSpec(const CdiSpecOptions& options,
     CdiDevice unit;
     unit.name = d.visible_id;
     unit.device_nodes = d.device_nodes;
+    if (edit) {
+      if (absl::Status s = edit(d, &unit); !s.ok()) return s;
+    }
     units.push_back(std::move(unit));
   }
   return BuildDeviceSpec(options, files, control_nodes, units);
@@ -165,7 +169,8 @@ absl::StatusOr<json> BuildDeviceSpec(
 }
 
 absl::StatusOr<json> GenerateSpec(const CdiSpecOptions& options,
-                                  const std::vector<Device>& devices) {
+                                  const std::vector<Device>& devices,
+                                  const DeviceEdit& edit) {
   const std::string& lookup = options.lookup_root.empty()
                                   ? options.host_driver_root
                                   : options.lookup_root;
@@ -185,7 +190,8 @@ absl::StatusOr<json> GenerateSpec(const CdiSpecOptions& options,
   const std::string& dev_lookup = options.dev_lookup_root.empty()
                                       ? options.dev_root
                                       : options.dev_lookup_root;
-  return BuildSpec(options, *files, FindControlNodes(dev_lookup), devices);
+  return BuildSpec(options, *files, FindControlNodes(dev_lookup), devices,
+                   edit);
 }
 
 }  // namespace gdp::cdi

@@ -6,6 +6,7 @@
 #ifndef GDP_CDI_SPEC_H_
 #define GDP_CDI_SPEC_H_
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -59,6 +60,10 @@ struct CdiSpecOptions {
   std::string driver_version;
 };
 
+struct CdiDevice;
+// Adds to the CDI device made for a unit (see BuildSpec).
+using DeviceEdit = std::function<absl::Status(const Device&, CdiDevice*)>;
+
 // Builds the spec from what was found, touching no files. `devices` are the
 // advertised devices of all resources together; devices sharing a
 // visible_id (replicas) become one CDI device named by it, in order of first
@@ -69,10 +74,13 @@ struct CdiSpecOptions {
 // names the device); also when the result would fail ValidateSpec for
 // another reason, e.g. a relative control node path (the message is
 // ValidateSpec's). A result is always valid.
+// `edit`, when set, is called once per CDI device made, with the first
+// device of its unit, to add to it (e.g. a hook entry); its failure is
+// BuildSpec's.
 absl::StatusOr<nlohmann::json> BuildSpec(
     const CdiSpecOptions& options, const DriverFiles& files,
     const std::vector<std::string>& control_nodes,
-    const std::vector<Device>& devices);
+    const std::vector<Device>& devices, const DeviceEdit& edit = {});
 
 // One device of a spec and what it adds to a container besides the spec's
 // shared edits.
@@ -115,7 +123,8 @@ absl::StatusOr<nlohmann::json> BuildDeviceSpec(
 // dev_lookup_root), then BuildSpec. Logs the driver files not found.
 // Result on failure: as FindDriverFiles and BuildSpec.
 absl::StatusOr<nlohmann::json> GenerateSpec(const CdiSpecOptions& options,
-                                            const std::vector<Device>& devices);
+                                            const std::vector<Device>& devices,
+                                            const DeviceEdit& edit = {});
 
 }  // namespace gdp::cdi
 

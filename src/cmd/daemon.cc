@@ -5,8 +5,10 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cdi/memory_limit.h"
 #include "cdi/spec.h"
 #include "cdi/write_spec.h"
 #include "cmd/gpu_layout.h"
@@ -58,13 +60,29 @@ cdi::CdiSpecOptions CdiOptions(const Config& c) {
 }
 
 // Writes the CDI spec for `devices` (all resources together) into
-// config.cdi_spec_dir, or removes it when there are none.
-absl::Status WriteCdiSpec(const Config& c, const NodeGpus& node,
-                          const std::vector<Device>& devices) {
+// config.cdi_spec_dir, or removes it when there are none. The GPUs in
+// `limited_gpus` (UUIDs: replicated GPUs of resources with a
+// memoryPerReplica) carry the memory-limit hook, which reads the limit
+// Allocate puts in the container's env.
+absl::Status WriteCdiSpec(
+    const Config& c, const NodeGpus& node, const std::vector<Device>& devices,
+    const absl::flat_hash_set<std::string>& limited_gpus) {
   if (devices.empty()) return cdi::RemoveSpec(c.cdi_spec_dir);
   cdi::CdiSpecOptions o = CdiOptions(c);
   o.driver_version = node.driver_version;
-  absl::StatusOr<nlohmann::json> spec = cdi::GenerateSpec(o, devices);
+  cdi::MemoryLimitHook hook;
+  hook.kind = c.memory_limit_hook == MemoryLimitHookKind::kNvidia
+                  ? cdi::MemoryLimitHook::Kind::kNvidia
+                  : cdi::MemoryLimitHook::Kind::kOurs;
+  hook.path = c.memory_limit_hook_path;
+  hook.driver_root = c.driver_root;
+  auto edit = [&](const Device& d, cdi::CdiDevice* unit) {
+    if (d.replica < 0 || !limited_gpus.contains(d.gpu_uuid)) {
+      return absl::OkStatus();
+    }
+    return cdi::AddEnvLimitHook(hook, d.gpu_uuid, unit);
+  };
+  absl::StatusOr<nlohmann::json> spec = cdi::GenerateSpec(o, devices, edit);
   if (!spec.ok()) return spec.status();
   if (absl::Status s = cdi::WriteSpec(c.cdi_spec_dir, *spec); !s.ok()) {
     return s;
@@ -95,6 +113,8 @@ AllocatorOptions AllocatorOptionsFor(const Config& c, const Resource& r) {
   o.replicas = r.replicas;
   o.fail_requests_greater_than_one = r.fail_requests_greater_than_one;
   o.mps_root = c.mps_root;
+  o.memory_per_replica = r.memory_per_replica;
+  o.memory_limit_hook = c.memory_limit_hook;
   return o;
 }
 
@@ -284,10 +304,17 @@ absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
   }
   if (UsesCdi(c)) {
     std::vector<Device> all;
+    absl::flat_hash_set<std::string> limited_gpus;
     for (const Resource& r : *resources) {
       all.insert(all.end(), r.devices.begin(), r.devices.end());
+      if (r.memory_per_replica == 0) continue;
+      for (const Device& d : r.devices) {
+        if (d.replica >= 0) limited_gpus.insert(d.gpu_uuid);
+      }
     }
-    if (absl::Status s = WriteCdiSpec(c, node, all); !s.ok()) return s;
+    if (absl::Status s = WriteCdiSpec(c, node, all, limited_gpus); !s.ok()) {
+      return s;
+    }
   }
   std::vector<PluginSpec> specs;
   for (Resource& r : *resources) {

@@ -165,6 +165,27 @@ absl::Status ValidateSharing(const Config& c, const Checker& check) {
                              "[", it->second, "] is"));
     }
   }
+  // memoryPerReplica is enforced by the hook of our CDI spec, which the
+  // runtime runs only for GPUs it gets through CDI: with envvar or
+  // volume-mounts the GPU reaches the container another way (the NVIDIA
+  // runtime's own), which would start it unlimited.
+  for (size_t i = 0; i < sharing.resources.size(); ++i) {
+    if (sharing.resources[i].memory_per_replica == 0) continue;
+    for (DeviceListStrategy s : c.device_list_strategies) {
+      if (s == DeviceListStrategy::kEnvvar ||
+          s == DeviceListStrategy::kVolumeMounts) {
+        return check.Error(
+            absl::StrCat(resources, "[", i, "].memoryPerReplica"),
+            absl::StrCat(
+                "needs the device list strategies to be CDI only "
+                "(cdi-annotations and/or cdi-cri; ",
+                check.Where("flags.plugin.deviceListStrategy"), " has ",
+                s == DeviceListStrategy::kEnvvar ? "envvar" : "volume-mounts",
+                "): the memory limit is applied by the hook in the CDI spec, "
+                "which the runtime does not run for GPUs given another way"));
+      }
+    }
+  }
   if (sharing.strategy == SharingStrategy::kMps) {
     if (c.mps_root.empty()) {
       return check.Error(base,

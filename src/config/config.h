@@ -62,6 +62,10 @@ struct SharedResource {
   std::string rename;  // empty: keep `name` (or <name>.shared by default)
   SharedDevices devices;
   int replicas = 0;  // >= 2
+  // memoryPerReplica (our extension): each replica's share of its GPU's
+  // memory, whole MiB; a container given k replicas of a GPU is limited to
+  // k times this on it (docs/configuration.md, "Memory per replica").
+  uint64_t memory_per_replica = 0;  // bytes, 0: none
   bool operator==(const SharedResource&) const = default;
 };
 

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -20,6 +22,46 @@ namespace {
 constexpr size_t kMaxConfigBytes = 1 << 20;
 
 using Field = YamlField;
+
+// A Kubernetes quantity of bytes written as digits and an optional
+// suffix: binary (Ki, Mi, Gi, Ti, Pi, Ei) or decimal (k, M, G, T, P, E);
+// nullopt for anything else (a sign, a fraction, an exponent, other
+// suffixes) or a value that does not fit 64 bits.
+std::optional<uint64_t> ParseByteQuantity(absl::string_view text) {
+  struct Suffix {
+    absl::string_view name;
+    uint64_t factor;
+  };
+  static constexpr Suffix kSuffixes[] = {
+      {"Ki", uint64_t{1} << 10},
+      {"Mi", uint64_t{1} << 20},
+      {"Gi", uint64_t{1} << 30},
+      {"Ti", uint64_t{1} << 40},
+      {"Pi", uint64_t{1} << 50},
+      {"Ei", uint64_t{1} << 60},
+      {"k", 1000ULL},
+      {"M", 1000000ULL},
+      {"G", 1000000000ULL},
+      {"T", 1000000000000ULL},
+      {"P", 1000000000000000ULL},
+      {"E", 1000000000000000000ULL},
+  };
+  uint64_t factor = 1;
+  for (const Suffix& s : kSuffixes) {
+    if (absl::ConsumeSuffix(&text, s.name)) {
+      factor = s.factor;
+      break;
+    }
+  }
+  if (text.empty() || text.size() > 20) return std::nullopt;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+  }
+  uint64_t n = 0;
+  if (!absl::SimpleAtoi(text, &n)) return std::nullopt;
+  if (n > UINT64_MAX / factor) return std::nullopt;
+  return n * factor;
+}
 
 // The schema: which fields a config file has and what each fills in.
 class Parser : public YamlFieldReader {
@@ -42,6 +84,9 @@ class Parser : public YamlFieldReader {
   bool Replicated(const Field& f, SharingStrategy strategy);
   bool SharedResourceEntry(const Field& f, SharedResource* out);
   bool Devices(const Field& f, SharedDevices* out);
+  // A Kubernetes quantity of bytes in whole MiB, > 0 ("20Gi", "512Mi",
+  // "1073741824").
+  bool MemoryQuantity(const Field& f, uint64_t* out);
 
   ConfigFile* out_;
 };
@@ -269,6 +314,10 @@ bool Parser::SharedResourceEntry(const Field& f, SharedResource* out) {
   std::optional<int> replicas;
   bool ok = Mapping(
       f, {
+             {"memoryPerReplica",
+              [&](const Field& x) {
+                return MemoryQuantity(x, &out->memory_per_replica);
+              }},
              {"name", [&](const Field& x) { return String(x, &name); }},
              {"rename", [&](const Field& x) { return String(x, &rename); }},
              {"devices",
@@ -293,6 +342,26 @@ bool Parser::SharedResourceEntry(const Field& f, SharedResource* out) {
     out->rename = QualifyResourceName(*rename);
   }
   out->replicas = *replicas;
+  return true;
+}
+
+bool Parser::MemoryQuantity(const Field& f, uint64_t* out) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  constexpr char kWhat[] =
+      "a memory quantity in whole MiB such as '20Gi' or '512Mi'";
+  if (!f.node.IsScalar()) return WrongType(f, kWhat);
+  const std::string& text = f.node.Scalar();
+  std::optional<uint64_t> bytes = ParseByteQuantity(text);
+  if (!bytes.has_value()) {
+    return Fail(f.line, f.path,
+                absl::StrCat("must be ", kWhat, ", got '", text, "'"));
+  }
+  if (*bytes == 0 || *bytes % kMiB != 0) {
+    return Fail(f.line, f.path,
+                absl::StrCat("must be a positive whole number of MiB, got '",
+                             text, "' (", *bytes, " bytes)"));
+  }
+  *out = *bytes;
   return true;
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "config/load.h"
 #include "config/names.h"
@@ -241,6 +242,48 @@ TEST(ConfigFileTest, RefusesNamingFileLineAndField) {
       {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
        "      replicas: 2\n      devices: [-1]\n",
        "cfg.yaml:6: sharing.timeSlicing.resources[0].devices[0]: '-1' is not"},
+      // memoryPerReplica (our extension).
+      {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
+       "      replicas: 2\n      memoryPerReplica: 10GB\n",
+       "cfg.yaml:6: sharing.timeSlicing.resources[0].memoryPerReplica: must "
+       "be a memory quantity in whole MiB such as '20Gi' or '512Mi', got "
+       "'10GB'"},
+      {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
+       "      replicas: 2\n      memoryPerReplica: -1Gi\n",
+       "cfg.yaml:6: sharing.timeSlicing.resources[0].memoryPerReplica: must "
+       "be a memory quantity"},
+      {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
+       "      replicas: 2\n      memoryPerReplica: 1.5Gi\n",
+       "cfg.yaml:6: sharing.timeSlicing.resources[0].memoryPerReplica: must "
+       "be a memory quantity"},
+      {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
+       "      replicas: 2\n      memoryPerReplica: 99999999999999999999Ei\n",
+       "cfg.yaml:6: sharing.timeSlicing.resources[0].memoryPerReplica: must "
+       "be a memory quantity"},
+      {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
+       "      replicas: 2\n      memoryPerReplica: 1G\n",
+       "cfg.yaml:6: sharing.timeSlicing.resources[0].memoryPerReplica: must "
+       "be a positive whole number of MiB, got '1G' (1000000000 bytes)"},
+      {"sharing:\n  mps:\n    resources:\n    - name: gpu\n"
+       "      replicas: 2\n      memoryPerReplica: 0\n",
+       "cfg.yaml:6: sharing.mps.resources[0].memoryPerReplica: must be a "
+       "positive whole number of MiB, got '0'"},
+      {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
+       "      replicas: 2\n      memoryPerReplica: [1Gi]\n",
+       "cfg.yaml:6: sharing.timeSlicing.resources[0].memoryPerReplica: must "
+       "be a memory quantity"},
+      {"sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
+       "      replicas: 2\n      memoryPerReplica: 1Gi\n",
+       "cfg.yaml:6: sharing.timeSlicing.resources[0].memoryPerReplica: needs "
+       "the device list strategies to be CDI only (cdi-annotations and/or "
+       "cdi-cri; --device-list-strategy has envvar)"},
+      {"flags:\n  plugin:\n    deviceListStrategy: [cdi-cri, volume-mounts]\n"
+       "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n"
+       "      replicas: 2\n      memoryPerReplica: 1Gi\n",
+       "cfg.yaml:9: sharing.timeSlicing.resources[0].memoryPerReplica: needs "
+       "the device list strategies to be CDI only (cdi-annotations and/or "
+       "cdi-cri; cfg.yaml:3: flags.plugin.deviceListStrategy has "
+       "volume-mounts)"},
       {"sharing:\n  timeSlicing:\n    resources: []\n",
        "cfg.yaml:3: sharing.timeSlicing.resources: must list at least one "
        "resource"},
@@ -504,6 +547,42 @@ sharing:
   c = Load(text + "    failRequestsGreaterThanOne: false\n");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->sharing.fail_requests_greater_than_one);
+}
+
+// memoryPerReplica: a quantity in whole MiB on timeSlicing and mps
+// entries; entries without it have none.
+TEST(ConfigFileTest, MemoryPerReplicaForms) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  struct Case {
+    const char* value;
+    uint64_t bytes;
+  };
+  for (const Case& c : std::vector<Case>{{"20Gi", 20480 * kMiB},
+                                         {"512Mi", 512 * kMiB},
+                                         {"1048576", kMiB},
+                                         {"2048Ki", 2 * kMiB},
+                                         {"1Ti", 1024 * 1024 * kMiB},
+                                         {"\"4Gi\"", 4096 * kMiB},
+                                         {"128M", 128000000}}) {
+    SCOPED_TRACE(c.value);
+    for (const char* strategy : {"timeSlicing", "mps"}) {
+      absl::StatusOr<Config> cfg = Load(absl::StrCat(
+          "flags:\n  mpsRoot: /run/nvidia/mps\n  plugin:\n"
+          "    deviceListStrategy: cdi-cri\nsharing:\n  ",
+          strategy,
+          ":\n    resources:\n    - name: gpu\n      replicas: 4\n"
+          "      memoryPerReplica: ",
+          c.value, "\n    - name: mig-1g.10gb\n      replicas: 2\n"));
+      if (c.bytes % kMiB != 0) {
+        EXPECT_FALSE(cfg.ok());
+        continue;
+      }
+      ASSERT_TRUE(cfg.ok()) << cfg.status();
+      ASSERT_EQ(cfg->sharing.resources.size(), 2u);
+      EXPECT_EQ(cfg->sharing.resources[0].memory_per_replica, c.bytes);
+      EXPECT_EQ(cfg->sharing.resources[1].memory_per_replica, 0u);
+    }
+  }
 }
 
 // NVIDIA's MIG example (dp-example-config1): the mixed strategy, with a

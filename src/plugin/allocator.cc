@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cdi/memory_limit.h"
 #include "util/quote.h"
 
 namespace gdp {
@@ -128,6 +131,7 @@ absl::StatusOr<ContainerAllocation> Allocator::Allocate(
     if (Uses(DeviceListStrategy::kCdiCri)) out.cdi_devices = std::move(names);
   }
   if (options_.sharing == SharingStrategy::kMps) AddMps(devices, out);
+  if (absl::Status s = AddMemoryLimits(devices, out); !s.ok()) return s;
   if (!any_non_cdi_) return out;
 
   if (Uses(DeviceListStrategy::kEnvvar)) {
@@ -165,29 +169,63 @@ void Allocator::AddMps(const std::vector<const Device*>& devices,
 
   if (options_.replicas < 1) return;
   // The replicated units, once each, ordered as CUDA numbers them in the
-  // container (by GPU index; request order among equals).
+  // container (by GPU index; request order among equals), and how many of
+  // each unit's replicas the container holds.
   std::vector<const Device*> units;
-  absl::flat_hash_set<std::string> seen;
+  absl::flat_hash_map<std::string, uint64_t> held;
   for (const Device* d : devices) {
-    if (d->replica >= 0 && seen.insert(d->visible_id).second) {
-      units.push_back(d);
-    }
+    if (d->replica >= 0 && held[d->visible_id]++ == 0) units.push_back(d);
   }
   if (units.empty()) return;
   std::stable_sort(units.begin(), units.end(),
                    [](const Device* a, const Device* b) {
                      return a->gpu_index < b->gpu_index;
                    });
+  const uint64_t replicas = static_cast<uint64_t>(options_.replicas);
+  uint64_t min_held = replicas;
+  for (const Device* u : units) {
+    min_held = std::min(min_held, held[u->visible_id]);
+  }
   out.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] =
-      absl::StrCat(100 / options_.replicas);
+      absl::StrCat(min_held * 100 / replicas);
   std::vector<std::string> limits;
   for (size_t i = 0; i < units.size(); ++i) {
-    uint64_t mib = units[i]->memory_bytes / options_.replicas / kMiB;
+    const uint64_t k = held[units[i]->visible_id];
+    uint64_t mib = options_.memory_per_replica > 0
+                       ? k * options_.memory_per_replica / kMiB
+                       : units[i]->memory_bytes / replicas * k / kMiB;
     if (mib > 0) limits.push_back(absl::StrCat(i, "=", mib, "M"));
   }
   if (!limits.empty()) {
     out.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = absl::StrJoin(limits, ",");
   }
+}
+
+absl::Status Allocator::AddMemoryLimits(
+    const std::vector<const Device*>& devices, ContainerAllocation& out) const {
+  if (options_.memory_per_replica == 0) return absl::OkStatus();
+  // k replicas of a GPU: k shares on it.
+  std::map<std::string, uint64_t> limits;
+  for (const Device* d : devices) {
+    if (d->replica >= 0) limits[d->gpu_uuid] += options_.memory_per_replica;
+  }
+  if (limits.empty()) return absl::OkStatus();
+  cdi::MemoryLimitHook hook;
+  hook.kind = options_.memory_limit_hook == MemoryLimitHookKind::kNvidia
+                  ? cdi::MemoryLimitHook::Kind::kNvidia
+                  : cdi::MemoryLimitHook::Kind::kOurs;
+  absl::StatusOr<std::vector<std::string>> env =
+      cdi::AllocateLimitEnv(hook, limits);
+  if (!env.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("memory limits of '", options_.resource_name,
+                     "': ", env.status().message()));
+  }
+  for (const std::string& kv : *env) {
+    size_t eq = kv.find('=');
+    out.envs[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gdp

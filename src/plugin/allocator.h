@@ -63,6 +63,10 @@ struct AllocatorOptions {
   // Host directory of the MPS control daemon: <mps_root>/<resource>/pipe
   // and <mps_root>/shm. Used only when sharing is kMps.
   std::string mps_root;
+  // sharing.*.resources[].memoryPerReplica (bytes, whole MiB; 0: none) and
+  // the hook that applies it (--memory-limit-hook): the env it reads.
+  uint64_t memory_per_replica = 0;
+  MemoryLimitHookKind memory_limit_hook = MemoryLimitHookKind::kOurs;
   bool operator==(const AllocatorOptions&) const = default;
 };
 
@@ -90,18 +94,28 @@ class Allocator {
   //   each; host path dev_root + path, "rw".
   //   MPS (any strategy): CUDA_MPS_PIPE_DIRECTORY=/mps/<resource>/pipe,
   //   mounts <mps_root>/<resource>/pipe -> /mps/<resource>/pipe and
-  //   <mps_root>/shm -> /dev/shm; when the request holds replicas, a
-  //   replica's share: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100/replicas and
-  //   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="<ordinal>=<memory/replicas in
-  //   MiB>M,.." where ordinal is the unit's position, by GPU index, among
-  //   the container's replicated units (as CUDA numbers them in the
-  //   container); units of unknown memory are left out.
+  //   <mps_root>/shm -> /dev/shm; when the request holds replicas, the
+  //   share of k replicas of a unit: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=
+  //   k*100/replicas (rounded down, as NVIDIA's 100/replicas; one value
+  //   per client, so the smallest k among the container's units) and
+  //   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT="<ordinal>=<MiB>M,.." with k times
+  //   memory_per_replica, or without one k*memory/replicas, where ordinal
+  //   is the unit's position, by GPU index, among the container's
+  //   replicated units (as CUDA numbers them in the container); units of
+  //   unknown memory are left out.
+  //   memory_per_replica > 0 (any sharing): the env of the memory-limit
+  //   hook for k*memory_per_replica on each replicated GPU (k: its
+  //   replicas in the request), cdi::AllocateLimitEnv's entries: kOurs
+  //   GDP_GPU_MEMORY_LIMIT_<uuid>=<MiB> per GPU; kNvidia
+  //   NVIDIA_GPU_MEMORY_LIMIT=<MiB>, NVIDIA_GPU_MEMORY_REQUEST=0.
   // With only cdi-* strategies there is no NVIDIA_VISIBLE_DEVICES, no
   // /dev/null mount and no device spec (NVIDIA's behaviour).
   // Result on failure: InvalidArgument for an empty request, an unknown
   // ID, an ID named twice, or more than one device including a replica when
-  // fail_requests_greater_than_one; FailedPrecondition for an unhealthy
-  // device. The message names the offending ID (or resource and count).
+  // fail_requests_greater_than_one, or with kNvidia replicated GPUs whose
+  // limits differ (NVIDIA's hook has one limit per container);
+  // FailedPrecondition for an unhealthy device. The message names the offending
+  // ID (or resource and count).
   absl::StatusOr<ContainerAllocation> Allocate(
       const DeviceList& list, const std::vector<std::string>& ids) const;
 
@@ -114,6 +128,8 @@ class Allocator {
   std::string HostPath(const std::string& container_path) const;
   void AddMps(const std::vector<const Device*>& devices,
               ContainerAllocation& out) const;
+  absl::Status AddMemoryLimits(const std::vector<const Device*>& devices,
+                               ContainerAllocation& out) const;
 
   AllocatorOptions options_;
   bool any_non_cdi_ = false;  // envvar or volume-mounts among strategies

@@ -295,7 +295,9 @@ TEST(AllocatorTest, MpsPipeShmAndPerReplicaLimits) {
   opts.mps_root = "/run/nvidia/mps/";
   Allocator alloc(opts);
   DeviceList list = Node();
-  // Ordinals follow GPU index (GPU-4 before GPU-5), not request order.
+  // Ordinals follow GPU index (GPU-4 before GPU-5), not request order; two
+  // replicas of GPU-5 are two shares of its memory; the thread percentage
+  // (one per client) is the smallest share, GPU-4's one replica.
   auto r = alloc.Allocate(list, {"GPU-5::1", "GPU-4::2", "GPU-5::3"});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_THAT(
@@ -304,7 +306,7 @@ TEST(AllocatorTest, MpsPipeShmAndPerReplicaLimits) {
           Pair("NVIDIA_VISIBLE_DEVICES", "GPU-5,GPU-4"),
           Pair("CUDA_MPS_PIPE_DIRECTORY", "/mps/nvidia.com/gpu.shared/pipe"),
           Pair("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"),
-          Pair("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=4096M,1=2048M")));
+          Pair("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=4096M,1=4096M")));
   ASSERT_EQ(r->mounts.size(), 2u);
   EXPECT_EQ(r->mounts[0].container_path, "/mps/nvidia.com/gpu.shared/pipe");
   EXPECT_EQ(r->mounts[0].host_path,
@@ -338,6 +340,113 @@ TEST(AllocatorTest, MpsPipeShmAndPerReplicaLimits) {
   EXPECT_EQ(r->envs.count("CUDA_MPS_PIPE_DIRECTORY"), 1u);
   EXPECT_EQ(r->envs.count("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), 0u);
   EXPECT_EQ(r->envs.count("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), 0u);
+}
+
+// k replicas of a GPU are k shares: the env of the memory-limit hook per
+// GPU, and under MPS the client's thread percentage and pinned memory.
+TEST(AllocatorTest, MemoryPerReplicaGivesKSharesPerGpu) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  DeviceList list = Node();
+  struct Case {
+    std::string name;
+    SharingStrategy sharing;
+    MemoryLimitHookKind hook;
+    uint64_t per_replica;
+    std::vector<std::string> ids;
+    std::map<std::string, std::string> want;  // env besides the MPS pipe
+    std::string error;                        // substring; empty: ok
+  };
+  const std::vector<Case> cases = {
+      {"one replica",
+       SharingStrategy::kTimeSlicing,
+       MemoryLimitHookKind::kOurs,
+       2 * kGiB,
+       {"GPU-4::0"},
+       {{"GDP_GPU_MEMORY_LIMIT_GPU_4", "2048"}},
+       ""},
+      {"three replicas of one GPU",
+       SharingStrategy::kTimeSlicing,
+       MemoryLimitHookKind::kOurs,
+       2 * kGiB,
+       {"GPU-4::0", "GPU-4::3", "GPU-4::1"},
+       {{"GDP_GPU_MEMORY_LIMIT_GPU_4", "6144"}},
+       ""},
+      {"two GPUs",
+       SharingStrategy::kTimeSlicing,
+       MemoryLimitHookKind::kOurs,
+       1536 * kMiB,
+       {"GPU-5::0", "GPU-4::1", "GPU-5::2"},
+       {{"GDP_GPU_MEMORY_LIMIT_GPU_4", "1536"},
+        {"GDP_GPU_MEMORY_LIMIT_GPU_5", "3072"}},
+       ""},
+      {"no limit configured",
+       SharingStrategy::kTimeSlicing,
+       MemoryLimitHookKind::kOurs,
+       0,
+       {"GPU-4::0", "GPU-4::1"},
+       {},
+       ""},
+      {"not a replica",
+       SharingStrategy::kTimeSlicing,
+       MemoryLimitHookKind::kOurs,
+       2 * kGiB,
+       {"GPU-0"},
+       {},
+       ""},
+      {"NVIDIA's hook",
+       SharingStrategy::kTimeSlicing,
+       MemoryLimitHookKind::kNvidia,
+       2 * kGiB,
+       {"GPU-4::0", "GPU-4::1"},
+       {{"NVIDIA_GPU_MEMORY_LIMIT", "4096"},
+        {"NVIDIA_GPU_MEMORY_REQUEST", "0"}},
+       ""},
+      {"NVIDIA's hook, one limit per container",
+       SharingStrategy::kTimeSlicing,
+       MemoryLimitHookKind::kNvidia,
+       2 * kGiB,
+       {"GPU-4::0", "GPU-5::0", "GPU-5::1"},
+       {},
+       "one limit"},
+      {"MPS",
+       SharingStrategy::kMps,
+       MemoryLimitHookKind::kOurs,
+       3 * kGiB,
+       {"GPU-4::0", "GPU-4::1"},
+       {{"GDP_GPU_MEMORY_LIMIT_GPU_4", "6144"},
+        {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50"},
+        {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=6144M"}},
+       ""},
+      {"MPS without a limit: k shares of memory/replicas",
+       SharingStrategy::kMps,
+       MemoryLimitHookKind::kOurs,
+       0,
+       {"GPU-4::0", "GPU-4::1", "GPU-4::2"},
+       {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "75"},
+        {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=12288M"}},
+       ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    AllocatorOptions opts;
+    opts.strategies = {Strategy::kCdiCri};
+    opts.sharing = c.sharing;
+    opts.replicas = 4;
+    opts.mps_root = "/mps-root";
+    opts.memory_per_replica = c.per_replica;
+    opts.memory_limit_hook = c.hook;
+    Allocator alloc(opts);
+    auto r = alloc.Allocate(list, c.ids);
+    if (!c.error.empty()) {
+      ASSERT_FALSE(r.ok());
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(r.status().message(), HasSubstr(c.error));
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << r.status();
+    r->envs.erase("CUDA_MPS_PIPE_DIRECTORY");
+    EXPECT_EQ(r->envs, c.want);
+  }
 }
 
 TEST(AllocatorTest, TimeSlicingAddsNoMpsEdits) {

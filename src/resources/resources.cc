@@ -203,10 +203,37 @@ absl::Status CheckMps(const SharedResource& r, const Unit& u) {
   return absl::OkStatus();
 }
 
+// memoryPerReplica needs a full GPU (the driver limits no MIG device) with
+// room for every replica's share.
+absl::Status CheckMemoryPerReplica(const SharedResource& r, const Unit& u) {
+  if (r.memory_per_replica == 0) return absl::OkStatus();
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  if (u.mig) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sharing: ", r.name,
+                     ": memoryPerReplica cannot be enforced on MIG "
+                     "device ",
+                     u.uuid,
+                     " (the driver limits the memory of full GPUs "
+                     "only)"));
+  }
+  if (u.device.memory_bytes / static_cast<uint64_t>(r.replicas) <
+      r.memory_per_replica) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sharing: ", r.name, ": memoryPerReplica ", r.memory_per_replica / kMiB,
+        " MiB times ", r.replicas, " replicas does not fit GPU ", u.index_ref,
+        " (", u.uuid, ", ", u.device.memory_bytes / kMiB, " MiB; at most ",
+        u.device.memory_bytes / static_cast<uint64_t>(r.replicas) / kMiB,
+        " MiB per replica)"));
+  }
+  return absl::OkStatus();
+}
+
 struct SharedInfo {
   int replicas = 1;
   bool fail_requests_greater_than_one = false;
   SharingStrategy strategy = SharingStrategy::kNone;
+  uint64_t memory_per_replica = 0;
 };
 
 // Moves the chosen units of each shared resource into replicas under their
@@ -237,6 +264,7 @@ absl::Status ApplySharing(const Sharing& sharing, Groups* groups,
       if (sharing.strategy == SharingStrategy::kMps) {
         if (absl::Status s = CheckMps(r, u); !s.ok()) return s;
       }
+      if (absl::Status s = CheckMemoryPerReplica(r, u); !s.ok()) return s;
       for (int k = 0; k < r.replicas; ++k) {
         Unit rep = u;
         rep.device.id = absl::StrCat(u.device.visible_id, "::", k);
@@ -252,7 +280,7 @@ absl::Status ApplySharing(const Sharing& sharing, Groups* groups,
     std::vector<Unit>& dest = (*groups)[target];
     for (Unit& u : replicas) dest.push_back(std::move(u));
     (*info)[target] = {r.replicas, sharing.fail_requests_greater_than_one,
-                       sharing.strategy};
+                       sharing.strategy, r.memory_per_replica};
   }
   return absl::OkStatus();
 }
@@ -263,6 +291,7 @@ bool Resource::SameDefinition(const Resource& o) const {
   if (name != o.name || socket_name != o.socket_name || sharing != o.sharing ||
       replicas != o.replicas ||
       fail_requests_greater_than_one != o.fail_requests_greater_than_one ||
+      memory_per_replica != o.memory_per_replica ||
       devices.size() != o.devices.size()) {
     return false;
   }
@@ -302,6 +331,7 @@ absl::StatusOr<std::vector<Resource>> BuildResources(const NodeGpus& node,
       r.replicas = it->second.replicas;
       r.fail_requests_greater_than_one =
           it->second.fail_requests_greater_than_one;
+      r.memory_per_replica = it->second.memory_per_replica;
     }
     for (Unit& u : units) r.devices.push_back(std::move(u.device));
     out.push_back(std::move(r));

@@ -4,6 +4,7 @@
 #ifndef GDP_RESOURCES_RESOURCES_H_
 #define GDP_RESOURCES_RESOURCES_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct Resource {
   SharingStrategy sharing = SharingStrategy::kNone;
   int replicas = 1;  // replicas per shared unit; 1 when not shared
   bool fail_requests_greater_than_one = false;
+  // sharing.*.resources[].memoryPerReplica: each replica's memory share on
+  // its GPU, bytes (whole MiB); 0: none.
+  uint64_t memory_per_replica = 0;
   std::vector<Device> devices;
 
   // Same name, sharing and devices (health aside).
@@ -51,7 +55,9 @@ std::string SocketNameFor(const std::string& resource_name);
 // REQUIRES: Validate(config).ok().
 // Result on failure: InvalidArgument naming the GPU, profile or config field
 // (MIG single on a mixed node, MPS on MIG devices or too many MPS replicas,
-// a rename that collides with another resource) or NotFound naming a
+// a rename that collides with another resource, a memoryPerReplica on MIG
+// devices, whose memory cannot be limited, or larger than a shared GPU's
+// memory divided by its replicas) or NotFound naming a
 // missing MIG capability minor (or FailedPrecondition without `mig_caps`).
 absl::StatusOr<std::vector<Resource>> BuildResources(const NodeGpus& node,
                                                      const Config& config,

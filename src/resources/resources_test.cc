@@ -348,6 +348,49 @@ TEST(ResourcesTest, NamePatterns) {
               ElementsAre("nvidia.com/gpu", "nvidia.com/small-mig"));
 }
 
+// memoryPerReplica: carried by the resource; replicas x share must fit
+// each shared GPU; MIG devices cannot be limited.
+TEST(ResourcesTest, MemoryPerReplica) {
+  constexpr uint64_t kGiB = uint64_t{1} << 30;
+  NodeGpus node = MixedNode();
+  node.gpus[1].memory_bytes = 80 * kGiB + (uint64_t{1} << 20);
+  Config c;
+  c.mig_strategy = MigStrategy::kMixed;
+  c.device_list_strategies = {DeviceListStrategy::kCdiCri};
+  c.sharing.strategy = SharingStrategy::kTimeSlicing;
+  c.sharing.resources = {Shared("nvidia.com/gpu", 4)};
+  c.sharing.resources[0].memory_per_replica = 20 * kGiB;  // 4 x 20 = 80
+  MigCaps caps = Caps();
+  auto rs = BuildResources(node, c, &caps);
+  ASSERT_TRUE(rs.ok()) << rs.status();
+  const Resource* gpu = nullptr;
+  for (const Resource& r : *rs) {
+    if (r.name == "nvidia.com/gpu") gpu = &r;
+  }
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->memory_per_replica, 20 * kGiB);
+  EXPECT_EQ(gpu->devices.size(), 4u);
+  Resource other = *gpu;
+  other.memory_per_replica = 10 * kGiB;
+  EXPECT_FALSE(gpu->SameDefinition(other));
+
+  c.sharing.resources[0].memory_per_replica = 20 * kGiB + (1 << 20);
+  rs = BuildResources(node, c, &caps);
+  ASSERT_FALSE(rs.ok());
+  EXPECT_EQ(rs.status().message(),
+            "sharing: nvidia.com/gpu: memoryPerReplica 20481 MiB times 4 "
+            "replicas does not fit GPU 1 (GPU-1, 81921 MiB; at most 20480 "
+            "MiB per replica)");
+
+  c.sharing.resources = {Shared("nvidia.com/mig-1g.10gb", 2)};
+  c.sharing.resources[0].memory_per_replica = kGiB;
+  rs = BuildResources(node, c, &caps);
+  ASSERT_FALSE(rs.ok());
+  EXPECT_THAT(rs.status().message(),
+              HasSubstr("nvidia.com/mig-1g.10gb: memoryPerReplica cannot be "
+                        "enforced on MIG device MIG-9-0"));
+}
+
 TEST(ResourcesTest, SameDefinitionIgnoresHealth) {
   NodeGpus node;
   node.gpus = {Gpu(0)};
