@@ -99,6 +99,7 @@ nvmlReturn_t ApiCall::Refresh() {
     status_ = *session_->failure();
   } else {
     status_ = NVML_SUCCESS;
+    session_->SyncMig();
   }
   return status_;
 }

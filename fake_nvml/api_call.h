@@ -99,7 +99,8 @@ class ABSL_SCOPED_LOCKABLE ApiCall {
   // constructor (GPU handles only); on SUCCESS stores its index in *index.
   nvmlReturn_t Resolve(nvmlDevice_t device, unsigned* index) const;
 
-  // Re-evaluates status() (initialized, no "fail" fault) after state_mutex
+  // Re-evaluates status() (initialized, no "fail" fault; the shared MIG
+  // layout is re-read when it changed, Session::SyncMig) after state_mutex
   // was released and reacquired, e.g. by a wait, and returns it.
   nvmlReturn_t Refresh() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_mutex);
 

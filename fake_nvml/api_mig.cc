@@ -2,10 +2,12 @@
 // instances, compute instances, profiles).
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include "fake_nvml/api_call.h"
 #include "fake_nvml/machine.h"
 #include "fake_nvml/mig_profiles.h"
+#include "fake_nvml/mig_state.h"
 #include "fake_nvml/nvml_exports.h"
 
 namespace fn = gdp::fake_nvml;
@@ -291,6 +293,264 @@ nvmlReturn_t nvmlComputeInstanceGetInfo_v2(
   info->placement.start = ci.start;
   info->placement.size = ci.profile.slices;
   return NVML_SUCCESS;
+}
+
+}  // extern "C"
+
+// Making and destroying MIG instances at run time (mig_state.h). Changes go
+// through Session::UpdateMig, so every process sharing the MIG state file
+// sees them.
+namespace {
+
+// The position of GPU instance `id` of `gpu`.
+unsigned GiPos(const fn::Gpu& gpu, unsigned id) {
+  for (unsigned g = 0; g < gpu.gpu_instances.size(); ++g) {
+    if (gpu.gpu_instances[g].id == id) return g;
+  }
+  return 0;
+}
+
+// The position in gpu.mig_devices of compute instance `ci` of GPU
+// instance `gi`.
+unsigned MigPos(const fn::Gpu& gpu, unsigned gi, unsigned ci) {
+  for (unsigned m = 0; m < gpu.mig_devices.size(); ++m) {
+    const fn::MigDevice& d = gpu.mig_devices[m];
+    const fn::GpuInstance& g = gpu.gpu_instances[d.gpu_instance];
+    if (g.id == gi && g.compute_instances[d.compute_instance].id == ci) {
+      return m;
+    }
+  }
+  return 0;
+}
+
+nvmlReturn_t CreateGi(nvmlDevice_t device, unsigned profile_id,
+                      std::optional<unsigned> start,
+                      nvmlGpuInstance_t* gpu_instance) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (!MigEnabled(call.gpu())) return NVML_ERROR_NOT_SUPPORTED;
+  const fn::MigProduct* product = call.gpu().mig_product;
+  const fn::GiProfile* profile =
+      product == nullptr ? nullptr
+                         : fn::FindGiProfileById(*product, profile_id);
+  if (gpu_instance == nullptr || profile == nullptr) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (call.session().euid() != 0) return NVML_ERROR_NO_PERMISSION;
+  const unsigned gpu = call.index();
+  unsigned id = 0;
+  const nvmlReturn_t r = call.session().UpdateMig([&](fn::Machine& machine) {
+    return fn::CreateGpuInstance(&machine.gpus[gpu], *profile, start, &id);
+  });
+  if (r != NVML_SUCCESS) return r;
+  *gpu_instance = call.session().GpuInstanceHandle(gpu, GiPos(call.gpu(), id));
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t CreateCi(nvmlGpuInstance_t gpu_instance, unsigned profile_id,
+                      std::optional<unsigned> start,
+                      nvmlComputeInstance_t* compute_instance) {
+  fn::ApiCall call(gpu_instance);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (compute_instance == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const std::optional<fn::CiProfile> profile =
+      fn::FindCiProfile(*call.gpu_instance().profile, profile_id);
+  if (!profile.has_value()) return NVML_ERROR_NOT_SUPPORTED;
+  if (call.session().euid() != 0) return NVML_ERROR_NO_PERMISSION;
+  const unsigned gpu = call.index();
+  const unsigned gi = call.gpu_instance().id;
+  unsigned id = 0;
+  const nvmlReturn_t r = call.session().UpdateMig([&](fn::Machine& machine) {
+    return fn::CreateComputeInstance(&machine.gpus[gpu], gi, *profile, start,
+                                     &id);
+  });
+  // Destroyed by another process since the handle was resolved.
+  if (r == NVML_ERROR_NOT_FOUND) return NVML_ERROR_INVALID_ARGUMENT;
+  if (r != NVML_SUCCESS) return r;
+  *compute_instance =
+      call.session().ComputeInstanceHandle(gpu, MigPos(call.gpu(), gi, id));
+  return NVML_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+nvmlReturn_t nvmlDeviceSetMigMode(nvmlDevice_t device, unsigned int mode,
+                                  nvmlReturn_t* activation_status) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (activation_status == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!call.gpu().mig_capable) return NVML_ERROR_NOT_SUPPORTED;
+  if (mode != NVML_DEVICE_MIG_ENABLE && mode != NVML_DEVICE_MIG_DISABLE) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  if (call.session().euid() != 0) return NVML_ERROR_NO_PERMISSION;
+  const unsigned gpu = call.index();
+  nvmlReturn_t activation = NVML_SUCCESS;
+  const nvmlReturn_t r = call.session().UpdateMig([&](fn::Machine& machine) {
+    return fn::SetMigMode(&machine.gpus[gpu], mode, &activation);
+  });
+  if (r != NVML_SUCCESS) return r;
+  *activation_status = activation;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    nvmlDevice_t device, unsigned int profile_id,
+    nvmlGpuInstancePlacement_t* placements, unsigned int* count) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  // Every placement of the profile, MIG enabled or not.
+  const fn::MigProduct* product = call.gpu().mig_product;
+  if (!call.gpu().mig_capable || product == nullptr) {
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
+  const fn::GiProfile* profile = fn::FindGiProfileById(*product, profile_id);
+  if (profile == nullptr) return NVML_ERROR_NOT_SUPPORTED;
+  const std::vector<unsigned> starts = fn::PlacementStarts(*profile);
+  if (placements != nullptr) {
+    if (*count < starts.size()) {
+      *count = starts.size();
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (size_t i = 0; i < starts.size(); ++i) {
+      placements[i].start = starts[i];
+      placements[i].size = profile->memory_slices;
+    }
+  }
+  *count = starts.size();
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device,
+                                                       unsigned int profile_id,
+                                                       unsigned int* count) {
+  fn::ApiCall call(device);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!MigEnabled(call.gpu())) return NVML_ERROR_NOT_SUPPORTED;
+  const fn::MigProduct* product = call.gpu().mig_product;
+  const fn::GiProfile* profile =
+      product == nullptr ? nullptr
+                         : fn::FindGiProfileById(*product, profile_id);
+  if (profile == nullptr) return NVML_ERROR_NOT_SUPPORTED;
+  *count = fn::RemainingGpuInstances(call.gpu(), *profile);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceCreateGpuInstance(nvmlDevice_t device,
+                                         unsigned int profile_id,
+                                         nvmlGpuInstance_t* gpu_instance) {
+  return CreateGi(device, profile_id, std::nullopt, gpu_instance);
+}
+
+nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
+    nvmlDevice_t device, unsigned int profile_id,
+    const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* gpu_instance) {
+  if (placement == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  {
+    // The size must be the profile's; checked once the call is resolved.
+    fn::ApiCall call(device);
+    if (call.status() != NVML_SUCCESS) return call.status();
+    const fn::MigProduct* product = call.gpu().mig_product;
+    const fn::GiProfile* profile =
+        product == nullptr ? nullptr
+                           : fn::FindGiProfileById(*product, profile_id);
+    if (profile != nullptr && placement->size != profile->memory_slices) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+  }
+  return CreateGi(device, profile_id, placement->start, gpu_instance);
+}
+
+nvmlReturn_t nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpu_instance) {
+  fn::ApiCall call(gpu_instance);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (call.session().euid() != 0) return NVML_ERROR_NO_PERMISSION;
+  const unsigned gpu = call.index();
+  const unsigned gi = call.gpu_instance().id;
+  const nvmlReturn_t r = call.session().UpdateMig([&](fn::Machine& machine) {
+    return fn::DestroyGpuInstance(&machine.gpus[gpu], gi);
+  });
+  return r == NVML_ERROR_NOT_FOUND ? NVML_ERROR_INVALID_ARGUMENT : r;
+}
+
+nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    unsigned int* count) {
+  fn::ApiCall call(gpu_instance);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const std::optional<fn::CiProfile> profile =
+      fn::FindCiProfile(*call.gpu_instance().profile, profile_id);
+  if (!profile.has_value()) return NVML_ERROR_NOT_SUPPORTED;
+  *count = fn::RemainingComputeInstances(call.gpu_instance(), *profile);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nvmlComputeInstancePlacement_t* placements, unsigned int* count) {
+  fn::ApiCall call(gpu_instance);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const std::optional<fn::CiProfile> profile =
+      fn::FindCiProfile(*call.gpu_instance().profile, profile_id);
+  if (!profile.has_value()) return NVML_ERROR_NOT_SUPPORTED;
+  const std::vector<unsigned> starts =
+      fn::ComputeInstanceStarts(*call.gpu_instance().profile, *profile);
+  if (placements != nullptr) {
+    if (*count < starts.size()) {
+      *count = starts.size();
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (size_t i = 0; i < starts.size(); ++i) {
+      placements[i].start = starts[i];
+      placements[i].size = profile->slices;
+    }
+  }
+  *count = starts.size();
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nvmlComputeInstance_t* compute_instance) {
+  return CreateCi(gpu_instance, profile_id, std::nullopt, compute_instance);
+}
+
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstanceWithPlacement(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    const nvmlComputeInstancePlacement_t* placement,
+    nvmlComputeInstance_t* compute_instance) {
+  if (placement == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  {
+    fn::ApiCall call(gpu_instance);
+    if (call.status() != NVML_SUCCESS) return call.status();
+    const std::optional<fn::CiProfile> profile =
+        fn::FindCiProfile(*call.gpu_instance().profile, profile_id);
+    if (profile.has_value() && placement->size != profile->slices) {
+      return NVML_ERROR_INVALID_ARGUMENT;
+    }
+  }
+  return CreateCi(gpu_instance, profile_id, placement->start, compute_instance);
+}
+
+nvmlReturn_t nvmlComputeInstanceDestroy(
+    nvmlComputeInstance_t compute_instance) {
+  fn::ApiCall call(compute_instance);
+  if (call.status() != NVML_SUCCESS) return call.status();
+  if (call.session().euid() != 0) return NVML_ERROR_NO_PERMISSION;
+  const unsigned gpu = call.index();
+  const unsigned gi = call.gpu_instance().id;
+  const unsigned ci = call.compute_instance().id;
+  const nvmlReturn_t r = call.session().UpdateMig([&](fn::Machine& machine) {
+    return fn::DestroyComputeInstance(&machine.gpus[gpu], gi, ci);
+  });
+  return r == NVML_ERROR_NOT_FOUND ? NVML_ERROR_INVALID_ARGUMENT : r;
 }
 
 }  // extern "C"

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "fake_nvml/control_command.h"
 #include "fake_nvml/lifecycle.h"
+#include "fake_nvml/mig_state.h"
 #include "fake_nvml/report.h"
 
 namespace gdp::fake_nvml {
@@ -55,8 +56,18 @@ void Apply(const ControlCommand& command, Session& session, bool live)
       session.WakeEventSets();
       break;
     case Kind::kRestore:
+      ResetGpu(command.gpu, session);
+      break;
     case Kind::kReset:
       ResetGpu(command.gpu, session);
+      // The pending MIG mode takes effect (once: not again when the line
+      // is replayed at a later init, the shared MIG state has it).
+      if (live) {
+        session.UpdateMig([&](Machine& machine) {
+          ResetMigMode(&machine.gpus[command.gpu]);
+          return NVML_SUCCESS;
+        });
+      }
       break;
     case Kind::kXid:
       for (unsigned long long xid : kXidsNeedingReset) {

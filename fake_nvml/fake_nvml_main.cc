@@ -10,6 +10,12 @@
 //
 // reads or sets per-cgroup GPU memory limits as the fake library keeps them
 // (memory_limits.h), as `nvidia-smi memory-limits` does for a real driver.
+//
+//   fake-nvml mig --lgip|--lgi|--lci|--cgi P[:S],..|--cci [P,..]|--dgi|--dci|
+//                 --busy|--idle|--mode 0|1|--reset [-i GPU] [--gi ID] [--ci ID]
+//
+// lists, makes and destroys MIG instances in the state the library shares
+// between processes (mig_tool.h), as `nvidia-smi mig` does.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -23,6 +29,7 @@
 #include "absl/strings/numbers.h"
 #include "fake_nvml/machine_loader.h"
 #include "fake_nvml/memory_limits.h"
+#include "fake_nvml/mig_tool.h"
 #include "fake_nvml/rootfs.h"
 
 namespace {
@@ -219,8 +226,15 @@ int main(int argc, char** argv) {
       "--machine", limits.machine,
       "--set: machine YAML file (default: $FAKE_NVML_MACHINE)");
 
+  gdp::fake_nvml::MigToolArgs mig_args;
+  CLI::App* mig = gdp::fake_nvml::AddMigCommand(app, &mig_args);
+
   CLI11_PARSE(app, argc, argv);
   if (memory_limits->parsed()) return MemoryLimits(limits);
+  if (mig->parsed()) {
+    mig_args.cci_set = mig->count("--cci") > 0;
+    return gdp::fake_nvml::RunMigCommand(mig_args);
+  }
 
   const absl::StatusOr<gdp::fake_nvml::Machine> machine =
       gdp::fake_nvml::LoadMachineFile(machine_path);

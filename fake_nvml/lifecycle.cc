@@ -15,6 +15,7 @@
 #include "fake_nvml/control_watcher.h"
 #include "fake_nvml/machine_loader.h"
 #include "fake_nvml/memory_limits.h"
+#include "fake_nvml/mig_state.h"
 #include "fake_nvml/report.h"
 
 namespace gdp::fake_nvml {
@@ -98,6 +99,8 @@ nvmlReturn_t Initialize(unsigned flags) {
     session = new Session(std::move(machine));
     session->set_memory_limits_path(
         MemoryLimitsPath(EnvOrEmpty("FAKE_NVML_MEMORY_LIMITS"), control));
+    session->set_mig_state_path(
+        MigStatePath(EnvOrEmpty("FAKE_NVML_MIG_STATE"), control));
     session->set_euid(euid);
     init_count = 1;
   }

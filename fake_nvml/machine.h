@@ -65,6 +65,7 @@ struct ComputeInstance {
   CiProfile profile;
   unsigned id = 0;     // unique within its GPU instance
   unsigned start = 0;  // first compute slice within the GPU instance
+  bool busy = false;   // processes run on it: destroying it is IN_USE
 };
 
 // A GPU instance of a MIG-enabled GPU.

@@ -48,6 +48,9 @@ std::vector<ComputeInstance> ParseComputeInstances(const YAML::Node& node,
                        gi.name, " GPU instance (known: ", KnownCiProfiles(gi),
                        ")"));
     }
+    bool busy = false;
+    if (auto b = map.Optional("busy"))
+      busy = ParseBool(*b, map.FieldPath("busy"));
     map.Finish();
     if (used + profile->slices > gi.slices) {
       throw FieldError(
@@ -60,6 +63,7 @@ std::vector<ComputeInstance> ParseComputeInstances(const YAML::Node& node,
     ci.profile = *std::move(profile);
     ci.id = static_cast<unsigned>(c);
     ci.start = used;
+    ci.busy = busy;
     used += ci.profile.slices;
     out.push_back(std::move(ci));
   }

@@ -25,6 +25,10 @@ inline constexpr unsigned kMemorySlices = 8;
 // nvmlDeviceGetMaxMigDeviceCount of a GPU with MIG enabled; also the most
 // GPU instances and compute instances one GPU can hold.
 inline constexpr unsigned kMaxMigDevices = 7;
+// GPU instance IDs are 0-14 (GpuInstanceId); compute instance IDs within a
+// GPU instance 0-7.
+inline constexpr unsigned kMaxGpuInstanceIds = 15;
+inline constexpr unsigned kMaxComputeInstanceIds = 8;
 
 // One GPU instance profile of a product.
 struct GiProfile {

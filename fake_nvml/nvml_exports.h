@@ -178,6 +178,43 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(
 FAKE_NVML_EXPORT nvmlReturn_t nvmlComputeInstanceGetInfo_v2(
     nvmlComputeInstance_t compute_instance, nvmlComputeInstanceInfo_t* info);
 
+// Making and destroying MIG instances (README.md, "MIG made at run time").
+// Changes need an effective UID of 0 (NO_PERMISSION) and are shared with
+// every process using the same MIG state file.
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceSetMigMode(
+    nvmlDevice_t device, unsigned int mode, nvmlReturn_t* activation_status);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    nvmlDevice_t device, unsigned int profile_id,
+    nvmlGpuInstancePlacement_t* placements, unsigned int* count);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceRemainingCapacity(
+    nvmlDevice_t device, unsigned int profile_id, unsigned int* count);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlDeviceCreateGpuInstance(nvmlDevice_t device, unsigned int profile_id,
+                            nvmlGpuInstance_t* gpu_instance);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
+    nvmlDevice_t device, unsigned int profile_id,
+    const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* gpu_instance);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpu_instance);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlGpuInstanceGetComputeInstanceRemainingCapacity(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    unsigned int* count);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlGpuInstanceGetComputeInstancePossiblePlacements(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nvmlComputeInstancePlacement_t* placements, unsigned int* count);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nvmlComputeInstance_t* compute_instance);
+FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstanceWithPlacement(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    const nvmlComputeInstancePlacement_t* placement,
+    nvmlComputeInstance_t* compute_instance);
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlComputeInstanceDestroy(nvmlComputeInstance_t compute_instance);
+
 // Per-cgroup GPU memory limits (R615; README.md, "Memory limits"). GPU
 // handles only (a MIG device handle: NOT_SUPPORTED); NOT_SUPPORTED when the
 // machine's driver is older than R615; the setter needs an effective UID of

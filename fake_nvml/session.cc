@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "fake_nvml/report.h"
+
 namespace gdp::fake_nvml {
 namespace {
 
@@ -15,30 +17,47 @@ namespace {
 constexpr unsigned kGenerations = 1024;
 char handle_table[kGenerations][kMaxGpus];
 // The same for MIG device, GPU instance and compute instance handles, with
-// kMaxMigDevices slots per GPU.
-using InstanceTable = char[kGenerations][kMaxGpus][kMaxMigDevices];
+// one slot per GPU instance ID and compute instance ID: slot gi * 8 + ci
+// (GPU instance handles use ci 0).
+constexpr unsigned kSlots = kMaxGpuInstanceIds * kMaxComputeInstanceIds;
+using InstanceTable = char[kGenerations][kMaxGpus][kSlots];
 InstanceTable mig_table;
 InstanceTable gpu_instance_table;
 InstanceTable compute_instance_table;
 
 void* InstanceAddress(InstanceTable& table, unsigned generation, unsigned gpu,
-                      unsigned pos) {
-  return &table[generation][gpu][pos];
+                      unsigned slot) {
+  return &table[generation][gpu][slot];
 }
 
-// The slot of `address` in row `generation` of `table`, if it is one of
-// the first `gpus` GPUs' slots.
-std::optional<Session::InstanceRef> InstanceSlot(InstanceTable& table,
-                                                 unsigned generation,
-                                                 unsigned gpus,
-                                                 const void* address) {
+// The GPU and slot of `address` in row `generation` of `table`, if it is
+// one of the first `gpus` GPUs' slots.
+std::optional<std::pair<unsigned, unsigned>> InstanceSlot(InstanceTable& table,
+                                                          unsigned generation,
+                                                          unsigned gpus,
+                                                          const void* address) {
   const auto base = reinterpret_cast<uintptr_t>(&table[generation][0][0]);
   const auto at = reinterpret_cast<uintptr_t>(address);
-  if (at < base || at - base >= uintptr_t{gpus} * kMaxMigDevices) {
+  if (at < base || at - base >= uintptr_t{gpus} * kSlots) {
     return std::nullopt;
   }
   const auto offset = static_cast<unsigned>(at - base);
-  return Session::InstanceRef{offset / kMaxMigDevices, offset % kMaxMigDevices};
+  return std::pair{offset / kSlots, offset % kSlots};
+}
+
+unsigned MigSlot(const Gpu& gpu, unsigned mig) {
+  const MigDevice& m = gpu.mig_devices[mig];
+  const GpuInstance& gi = gpu.gpu_instances[m.gpu_instance];
+  return gi.id * kMaxComputeInstanceIds +
+         gi.compute_instances[m.compute_instance].id;
+}
+
+// The position in gpu.mig_devices of the MIG device in `slot`.
+std::optional<unsigned> MigAt(const Gpu& gpu, unsigned slot) {
+  for (unsigned m = 0; m < gpu.mig_devices.size(); ++m) {
+    if (MigSlot(gpu, m) == slot) return m;
+  }
+  return std::nullopt;
 }
 
 std::atomic<unsigned> next_generation{0};
@@ -84,51 +103,81 @@ std::optional<unsigned> Session::GpuOf(nvmlDevice_t handle) const {
 }
 
 nvmlDevice_t Session::MigHandle(unsigned gpu, unsigned mig) const {
-  return static_cast<nvmlDevice_t>(
-      InstanceAddress(mig_table, generation_, gpu, mig));
+  return static_cast<nvmlDevice_t>(InstanceAddress(
+      mig_table, generation_, gpu, MigSlot(machine_.gpus[gpu], mig)));
 }
 
 std::optional<Session::InstanceRef> Session::MigOf(nvmlDevice_t handle) const {
-  std::optional<InstanceRef> ref =
-      InstanceSlot(mig_table, generation_, gpu_count(), handle);
-  if (!ref.has_value() ||
-      ref->pos >= machine_.gpus[ref->gpu].mig_devices.size()) {
-    return std::nullopt;
-  }
-  return ref;
+  const auto slot = InstanceSlot(mig_table, generation_, gpu_count(), handle);
+  if (!slot.has_value()) return std::nullopt;
+  const std::optional<unsigned> mig =
+      MigAt(machine_.gpus[slot->first], slot->second);
+  if (!mig.has_value()) return std::nullopt;
+  return InstanceRef{slot->first, *mig};
 }
 
 nvmlGpuInstance_t Session::GpuInstanceHandle(unsigned gpu, unsigned pos) const {
-  return static_cast<nvmlGpuInstance_t>(
-      InstanceAddress(gpu_instance_table, generation_, gpu, pos));
+  const unsigned id = machine_.gpus[gpu].gpu_instances[pos].id;
+  return static_cast<nvmlGpuInstance_t>(InstanceAddress(
+      gpu_instance_table, generation_, gpu, id * kMaxComputeInstanceIds));
 }
 
 std::optional<Session::InstanceRef> Session::GpuInstanceOf(
     nvmlGpuInstance_t handle) const {
-  std::optional<InstanceRef> ref =
+  const auto slot =
       InstanceSlot(gpu_instance_table, generation_, gpu_count(), handle);
-  if (!ref.has_value() ||
-      ref->pos >= machine_.gpus[ref->gpu].gpu_instances.size()) {
+  if (!slot.has_value() || slot->second % kMaxComputeInstanceIds != 0) {
     return std::nullopt;
   }
-  return ref;
+  const std::vector<GpuInstance>& gis =
+      machine_.gpus[slot->first].gpu_instances;
+  for (unsigned g = 0; g < gis.size(); ++g) {
+    if (gis[g].id * kMaxComputeInstanceIds == slot->second) {
+      return InstanceRef{slot->first, g};
+    }
+  }
+  return std::nullopt;
 }
 
 nvmlComputeInstance_t Session::ComputeInstanceHandle(unsigned gpu,
                                                      unsigned mig) const {
   return static_cast<nvmlComputeInstance_t>(
-      InstanceAddress(compute_instance_table, generation_, gpu, mig));
+      InstanceAddress(compute_instance_table, generation_, gpu,
+                      MigSlot(machine_.gpus[gpu], mig)));
 }
 
 std::optional<Session::InstanceRef> Session::ComputeInstanceOf(
     nvmlComputeInstance_t handle) const {
-  std::optional<InstanceRef> ref =
+  const auto slot =
       InstanceSlot(compute_instance_table, generation_, gpu_count(), handle);
-  if (!ref.has_value() ||
-      ref->pos >= machine_.gpus[ref->gpu].mig_devices.size()) {
-    return std::nullopt;
+  if (!slot.has_value()) return std::nullopt;
+  const std::optional<unsigned> mig =
+      MigAt(machine_.gpus[slot->first], slot->second);
+  if (!mig.has_value()) return std::nullopt;
+  return InstanceRef{slot->first, *mig};
+}
+
+void Session::SyncMig() {
+  if (!mig_state_path_.has_value()) return;
+  const MigStateStamp stamp = StampMigState(*mig_state_path_);
+  if (stamp == mig_state_stamp_) return;
+  mig_state_stamp_ = stamp;
+  if (absl::Status s = ReadMigState(*mig_state_path_, &machine_); !s.ok()) {
+    Report(s.message());
   }
-  return ref;
+}
+
+nvmlReturn_t Session::UpdateMig(absl::FunctionRef<nvmlReturn_t(Machine&)> op) {
+  if (!mig_state_path_.has_value()) return op(machine_);
+  absl::StatusOr<nvmlReturn_t> r =
+      UpdateMigState(*mig_state_path_, &machine_, op);
+  if (!r.ok()) {
+    Report(r.status().message());
+    return NVML_ERROR_UNKNOWN;
+  }
+  // Read again at the next call: another writer may have come between.
+  mig_state_stamp_ = MigStateStamp{};
+  return *r;
 }
 
 void Session::set_failure(std::optional<nvmlReturn_t> code) {

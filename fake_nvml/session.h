@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "fake_nvml/event_set.h"
 #include "fake_nvml/machine.h"
+#include "fake_nvml/mig_state.h"
 #include "fake_nvml/state_mutex.h"
 #include "nvml/nvml_api.h"
 
@@ -31,6 +33,9 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   const Machine& machine() const { return machine_; }
+  // The machine as MIG operations change it (only the MIG modes, GPU and
+  // compute instances and MIG devices of its GPUs change).
+  Machine& mutable_machine() { return machine_; }
   unsigned gpu_count() const { return machine_.gpus.size(); }
 
   // The handle of GPU `index` (< gpu_count()); stable for the session.
@@ -47,7 +52,9 @@ class Session {
 
   // A MIG device, GPU instance or compute instance: its GPU and its
   // position in that GPU's mig_devices (MIG devices, compute instances) or
-  // gpu_instances (GPU instances).
+  // gpu_instances (GPU instances) now. Handles name instances by their
+  // IDs, so a handle stays with its instance while others come and go, and
+  // resolves to nothing once it is destroyed.
   struct InstanceRef {
     unsigned gpu = 0;
     unsigned pos = 0;
@@ -68,6 +75,24 @@ class Session {
   nvmlComputeInstance_t ComputeInstanceHandle(unsigned gpu, unsigned mig) const;
   std::optional<InstanceRef> ComputeInstanceOf(
       nvmlComputeInstance_t handle) const;
+
+  // Where the MIG layout shared by every process lives (mig_state.h):
+  // from $FAKE_NVML_MIG_STATE or $FAKE_NVML_CONTROL at init; nullopt when
+  // neither was set (MIG changes stay in this process).
+  const std::optional<std::string>& mig_state_path() const {
+    return mig_state_path_;
+  }
+  void set_mig_state_path(std::optional<std::string> path) {
+    mig_state_path_ = std::move(path);
+  }
+  // Re-reads the shared MIG state file when another process (or this one)
+  // replaced it since the last read; a bad file is reported on stderr once
+  // per change and the layout stays as it was.
+  void SyncMig();
+  // Applies `op` to the machine: under the shared file's lock when there
+  // is one (mig_state.h UpdateMigState), else directly. Returns `op`'s
+  // answer; UNKNOWN (reported on stderr) when the file fails.
+  nvmlReturn_t UpdateMig(absl::FunctionRef<nvmlReturn_t(Machine&)> op);
 
   // Whether GPU `index` has fallen off the bus (fault "lose").
   bool lost(unsigned index) const { return lost_[index]; }
@@ -159,7 +184,9 @@ class Session {
   void set_euid(unsigned euid) { euid_ = euid; }
 
  private:
-  const Machine machine_;
+  Machine machine_;
+  std::optional<std::string> mig_state_path_;
+  MigStateStamp mig_state_stamp_;
   const unsigned generation_;
   std::vector<bool> lost_;
   std::optional<nvmlReturn_t> failure_;

@@ -40,6 +40,7 @@ void FakeNvmlTest::SetUp() {
   unsetenv("FAKE_NVML_MACHINE");
   unsetenv("FAKE_NVML_CONTROL");
   unsetenv("FAKE_NVML_MEMORY_LIMITS");
+  unsetenv("FAKE_NVML_MIG_STATE");
   unsetenv("FAKE_NVML_EUID");
 }
 
@@ -49,6 +50,7 @@ void FakeNvmlTest::TearDown() {
   unsetenv("FAKE_NVML_MACHINE");
   unsetenv("FAKE_NVML_CONTROL");
   unsetenv("FAKE_NVML_MEMORY_LIMITS");
+  unsetenv("FAKE_NVML_MIG_STATE");
   unsetenv("FAKE_NVML_EUID");
 }
 

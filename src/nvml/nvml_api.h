@@ -475,6 +475,43 @@ typedef nvmlReturn_t (*Fn_nvmlGpuInstanceGetComputeInstanceById)(
     nvmlComputeInstance_t* compute_instance);
 typedef nvmlReturn_t (*Fn_nvmlComputeInstanceGetInfo_v2)(
     nvmlComputeInstance_t compute_instance, nvmlComputeInstanceInfo_t* info);
+// Making and destroying MIG instances (root only). SetMigMode sets the
+// pending mode; *activation_status says whether it became current (IN_USE
+// while the GPU is not idle, RESET_REQUIRED where a reset is needed).
+// Possible placements are every placement of a profile, MIG on or not; a
+// placement that overlaps a GPU instance fails creation with
+// INSUFFICIENT_RESOURCES; destroying an instance in use is IN_USE.
+typedef nvmlReturn_t (*Fn_nvmlDeviceSetMigMode)(
+    nvmlDevice_t device, unsigned int mode, nvmlReturn_t* activation_status);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetGpuInstancePossiblePlacements_v2)(
+    nvmlDevice_t device, unsigned int profile_id,
+    nvmlGpuInstancePlacement_t* placements, unsigned int* count);
+typedef nvmlReturn_t (*Fn_nvmlDeviceGetGpuInstanceRemainingCapacity)(
+    nvmlDevice_t device, unsigned int profile_id, unsigned int* count);
+typedef nvmlReturn_t (*Fn_nvmlDeviceCreateGpuInstance)(
+    nvmlDevice_t device, unsigned int profile_id,
+    nvmlGpuInstance_t* gpu_instance);
+typedef nvmlReturn_t (*Fn_nvmlDeviceCreateGpuInstanceWithPlacement)(
+    nvmlDevice_t device, unsigned int profile_id,
+    const nvmlGpuInstancePlacement_t* placement,
+    nvmlGpuInstance_t* gpu_instance);
+typedef nvmlReturn_t (*Fn_nvmlGpuInstanceDestroy)(
+    nvmlGpuInstance_t gpu_instance);
+typedef nvmlReturn_t (*Fn_nvmlGpuInstanceGetComputeInstanceRemainingCapacity)(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    unsigned int* count);
+typedef nvmlReturn_t (*Fn_nvmlGpuInstanceGetComputeInstancePossiblePlacements)(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nvmlComputeInstancePlacement_t* placements, unsigned int* count);
+typedef nvmlReturn_t (*Fn_nvmlGpuInstanceCreateComputeInstance)(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nvmlComputeInstance_t* compute_instance);
+typedef nvmlReturn_t (*Fn_nvmlGpuInstanceCreateComputeInstanceWithPlacement)(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    const nvmlComputeInstancePlacement_t* placement,
+    nvmlComputeInstance_t* compute_instance);
+typedef nvmlReturn_t (*Fn_nvmlComputeInstanceDestroy)(
+    nvmlComputeInstance_t compute_instance);
 
 // Per-cgroup GPU memory limits (R615 / CUDA 13.4 and later; Linux, cgroup
 // v2, GPUs only: MIG device handles are refused). `nameSpace` is the full
