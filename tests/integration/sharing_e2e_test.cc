@@ -1,5 +1,6 @@
 // End to end: time-slicing and MPS replicas, both allocation policies, and
 // every device-list strategy with the CDI spec, through `dpctl kubelet`.
+#include <algorithm>
 #include <set>
 
 #include "cdi/validate.h"
@@ -11,6 +12,7 @@ namespace {
 using ::testing::AllOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 std::string TimeSlicing(int replicas, const std::string& extra = "") {
@@ -169,6 +171,187 @@ TEST_F(SharingTest, CdiStrategiesAnswerNamesFromTheWrittenSpec) {
     EXPECT_EQ(key.rfind("cdi.k8s.io/nvidia-device-plugin_", 0), 0u) << key;
     EXPECT_EQ(value, r["cdi_devices"][0].get<std::string>() + "," +
                          r["cdi_devices"][1].get<std::string>());
+  }
+}
+
+// The env name of GPU `uuid`'s limit for our hook.
+std::string LimitEnv(std::string uuid) {
+  std::replace(uuid.begin(), uuid.end(), '-', '_');
+  return "GDP_GPU_MEMORY_LIMIT_" + uuid;
+}
+
+// The spec's devices that carry a hook entry, checked to be our hook's
+// entry for their own GPU.
+std::set<std::string> HookedDevices(const fs::path& cdi) {
+  std::ifstream in(cdi / "k8s.device-plugin.nvidia.com-gpu.json");
+  EXPECT_TRUE(in.good());
+  if (!in.good()) return {};
+  json spec = json::parse(in);
+  absl::Status valid = cdi::ValidateSpec(spec);
+  EXPECT_TRUE(valid.ok()) << valid;
+  std::set<std::string> hooked;
+  for (const json& d : spec["devices"]) {
+    if (!d["containerEdits"].contains("hooks")) continue;
+    const std::string name = d["name"];
+    hooked.insert(name);
+    EXPECT_THAT(d["containerEdits"]["hooks"], SizeIs(1)) << d.dump();
+    const json& h = d["containerEdits"]["hooks"][0];
+    EXPECT_EQ(h["hookName"], "createRuntime");
+    EXPECT_EQ(h["path"], "/opt/gdp/hook");
+    EXPECT_EQ(h["args"], json::array({"gdp-cdi-hook", "apply-memory-limits",
+                                      "--driver-root", "/", "--gpu-id", name}))
+        << h.dump();
+  }
+  return hooked;
+}
+
+std::string MemoryConfig(const std::string& extra = "") {
+  return "version: v1\nflags:\n  plugin:\n    deviceListStrategy: cdi-cri\n"
+         "sharing:\n  timeSlicing:\n    resources:\n"
+         "    - name: nvidia.com/gpu\n      replicas: 4\n"
+         "      memoryPerReplica: 10Gi\n" +
+         extra;
+}
+
+// memoryPerReplica end to end: every shared GPU's CDI device carries the
+// hook entry; a pod given k replicas of a GPU gets k shares in its env,
+// each GPU its own.
+TEST_F(SharingTest, MemoryPerReplicaEnvAndHookInTheSpec) {
+  fs::path cdi = dir_ / "cdi";
+  json devices = StartAndList({"--config-file", WriteConfig(MemoryConfig()),
+                               "--cdi-spec-dir", cdi.string(),
+                               "--shared-devices-allocation-policy", "packed",
+                               "--memory-limit-hook-path", "/opt/gdp/hook"});
+  ASSERT_THAT(devices["devices"], SizeIs(32)) << plugin_->Stderr();
+  json ids = json::array();
+  for (const json& d : devices["devices"]) ids.push_back(d["id"]);
+  std::set<std::string> gpus = Units(ids);
+  ASSERT_EQ(gpus.size(), 8u);
+  EXPECT_EQ(HookedDevices(cdi), gpus);
+
+  // Through the kubelet: three replicas packed on one GPU, three shares.
+  json a = AllocateFor("nvidia.com/gpu", 3, "p1");
+  ASSERT_EQ(a["event"], "allocate") << a.dump();
+  std::set<std::string> units = Units(a["devices"]);
+  ASSERT_EQ(units.size(), 1u) << a.dump();
+  const std::string gpu = *units.begin();
+  EXPECT_EQ(a["response"]["envs"], json({{LimitEnv(gpu), "30720"}}))
+      << a.dump();
+  EXPECT_EQ(a["response"]["cdi_devices"],
+            json::array({"k8s.device-plugin.nvidia.com/gpu=" + gpu}));
+
+  // Replicas of two GPUs: each GPU its own limit.
+  auto it = gpus.begin();
+  const std::string g1 = *it++, g2 = *it;
+  auto [code, out] = DpctlAllocate({g1 + "::0", g2 + "::1", g2 + "::2"});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("\"" + LimitEnv(g1) + "\":\"10240\"")) << out;
+  EXPECT_THAT(out, HasSubstr("\"" + LimitEnv(g2) + "\":\"20480\"")) << out;
+}
+
+// Only the GPUs an entry shares carry the hook; a GPU left whole gets no
+// limit.
+TEST_F(SharingTest, MemoryPerReplicaOnlyOnSharedGpus) {
+  fs::path cdi = dir_ / "cdi";
+  json devices = StartAndList(
+      {"--config-file", WriteConfig(MemoryConfig("      devices: [0, 1]\n")),
+       "--cdi-spec-dir", cdi.string(), "--memory-limit-hook-path",
+       "/opt/gdp/hook"});
+  ASSERT_THAT(devices["devices"], SizeIs(8 + 6)) << plugin_->Stderr();
+  std::set<std::string> hooked = HookedDevices(cdi);
+  ASSERT_EQ(hooked.size(), 2u);
+  std::string whole;
+  for (const json& d : devices["devices"]) {
+    std::string id = d["id"];
+    if (id.find("::") == std::string::npos) whole = id;
+  }
+  ASSERT_FALSE(whole.empty());
+  EXPECT_EQ(hooked.count(whole), 0u);
+  auto [code, out] = DpctlAllocate({whole});
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, Not(HasSubstr("GDP_GPU_MEMORY_LIMIT"))) << out;
+  auto [code2, out2] = DpctlAllocate({*hooked.begin() + "::3"});
+  EXPECT_EQ(code2, 0) << out2;
+  EXPECT_THAT(out2,
+              HasSubstr("\"" + LimitEnv(*hooked.begin()) + "\":\"10240\""))
+      << out2;
+}
+
+TEST_F(SharingTest, MemoryPerReplicaWithNvidiasHook) {
+  fs::path cdi = dir_ / "cdi";
+  std::string config =
+      "version: v1\nflags:\n  plugin:\n    deviceListStrategy: cdi-cri\n"
+      "sharing:\n  timeSlicing:\n    resources:\n"
+      "    - name: nvidia.com/gpu\n      replicas: 2\n"
+      "      memoryPerReplica: 40Gi\n";
+  StartAndList({"--config-file", WriteConfig(config), "--cdi-spec-dir",
+                cdi.string(), "--memory-limit-hook", "nvidia",
+                "--memory-limit-hook-path", "/usr/bin/nvidia-cdi-hook",
+                "--shared-devices-allocation-policy", "packed"});
+  std::ifstream in(cdi / "k8s.device-plugin.nvidia.com-gpu.json");
+  ASSERT_TRUE(in.good()) << plugin_->Stderr();
+  json spec = json::parse(in);
+  ASSERT_THAT(spec["devices"], SizeIs(8));
+  for (const json& d : spec["devices"]) {
+    ASSERT_THAT(d["containerEdits"]["hooks"], SizeIs(1)) << d.dump();
+    EXPECT_EQ(d["containerEdits"]["hooks"][0]["args"],
+              json::array({"nvidia-cdi-hook", "apply-cuda-memory-limits",
+                           "--driver-root", "/", "--gpu-id", d["name"]}));
+  }
+  json a = AllocateFor("nvidia.com/gpu", 2, "p1");
+  ASSERT_EQ(a["event"], "allocate") << a.dump();
+  EXPECT_EQ(a["response"]["envs"], json({{"NVIDIA_GPU_MEMORY_LIMIT", "81920"},
+                                         {"NVIDIA_GPU_MEMORY_REQUEST", "0"}}))
+      << a.dump();
+}
+
+// Without memoryPerReplica: no limit env and no hook (NVIDIA's configs
+// mean what they meant).
+TEST_F(SharingTest, NoMemoryPerReplicaNoLimitNoHook) {
+  fs::path cdi = dir_ / "cdi";
+  StartAndList({"--config-file", WriteConfig(TimeSlicing(4)),
+                "--device-list-strategy", "cdi-cri", "--cdi-spec-dir",
+                cdi.string()});
+  std::ifstream in(cdi / "k8s.device-plugin.nvidia.com-gpu.json");
+  ASSERT_TRUE(in.good()) << plugin_->Stderr();
+  json spec = json::parse(in);
+  for (const json& d : spec["devices"]) {
+    EXPECT_FALSE(d["containerEdits"].contains("hooks")) << d.dump();
+  }
+  json a = AllocateFor("nvidia.com/gpu", 2, "p1");
+  ASSERT_EQ(a["event"], "allocate") << a.dump();
+  EXPECT_TRUE(a["response"]["envs"].empty()) << a.dump();
+}
+
+// A limit the node cannot enforce or hold keeps the daemon from starting,
+// naming the setting.
+TEST_F(SharingTest, MemoryPerReplicaRefusals) {
+  struct Case {
+    std::string config;
+    std::vector<std::string> flags;
+    std::string error;
+  };
+  const std::string shared =
+      "sharing:\n  timeSlicing:\n    resources:\n"
+      "    - name: nvidia.com/gpu\n      replicas: 4\n"
+      "      memoryPerReplica: ";
+  const std::vector<Case> cases = {
+      {"version: v1\n" + shared + "10Gi\n",
+       {},
+       "sharing.timeSlicing.resources[0].memoryPerReplica: needs the device "
+       "list strategies to be CDI only"},
+      {"version: v1\n" + shared + "21Gi\n",
+       {"--device-list-strategy", "cdi-cri"},
+       "memoryPerReplica 21504 MiB times 4 replicas does not fit GPU 0"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.error);
+    std::vector<std::string> args = {"--config-file", WriteConfig(c.config),
+                                     "--cdi-spec-dir", (dir_ / "cdi").string()};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    StartPlugin(args, "dgx-a100");
+    EXPECT_NE(plugin_->Wait(kTimeout).value_or(0), 0);
+    EXPECT_THAT(plugin_->Stderr(), HasSubstr(c.error));
   }
 }
 
