@@ -305,6 +305,30 @@ TEST_F(SharingTest, MemoryPerReplicaWithNvidiasHook) {
       << a.dump();
 }
 
+// MPS with memoryPerReplica: the hook's env and MPS's own limits, one share
+// each (NVIDIA's failRequestsGreaterThanOne default for MPS).
+TEST_F(SharingTest, MemoryPerReplicaUnderMps) {
+  fs::path cdi = dir_ / "cdi";
+  std::string config =
+      "version: v1\nflags:\n  plugin:\n    deviceListStrategy: cdi-cri\n"
+      "sharing:\n  mps:\n    resources:\n"
+      "    - name: nvidia.com/gpu\n      replicas: 4\n"
+      "      memoryPerReplica: 16Gi\n";
+  StartAndList({"--config-file", WriteConfig(config), "--cdi-spec-dir",
+                cdi.string(), "--mps-root", (dir_ / "mps").string(),
+                "--memory-limit-hook-path", "/opt/gdp/hook"});
+  EXPECT_THAT(HookedDevices(cdi), SizeIs(8));
+  json a = AllocateFor("nvidia.com/gpu", 1, "p1");
+  ASSERT_EQ(a["event"], "allocate") << a.dump();
+  const std::string gpu = *Units(a["devices"]).begin();
+  EXPECT_EQ(a["response"]["envs"],
+            json({{LimitEnv(gpu), "16384"},
+                  {"CUDA_MPS_PIPE_DIRECTORY", "/mps/nvidia.com/gpu/pipe"},
+                  {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"},
+                  {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=16384M"}}))
+      << a.dump();
+}
+
 // Without memoryPerReplica: no limit env and no hook (NVIDIA's configs
 // mean what they meant).
 TEST_F(SharingTest, NoMemoryPerReplicaNoLimitNoHook) {
