@@ -103,9 +103,10 @@ void DraDriver::Publish() {
 absl::Status DraDriver::Apply(const NodeGpus& node,
                               std::shared_ptr<const NodeTopology> topology,
                               const MigCaps* mig_caps) {
+  InventoryOptions inventory_options = options_.inventory;
+  inventory_options.driver_name = options_.driver_name;
   absl::StatusOr<std::vector<DraDevice>> inventory =
-      BuildInventory(node, topology.get(), mig_caps,
-                     InventoryOptions{.driver_name = options_.driver_name});
+      BuildInventory(node, topology.get(), mig_caps, inventory_options);
   if (!inventory.ok()) return inventory.status();
 
   // Claim specs are built from what is found here, once, not per claim.

@@ -41,6 +41,9 @@ struct DraDriverOptions {
   // Host roots for the claims' CDI specs (kind is set here).
   cdi::CdiSpecOptions cdi;
   std::string mps_root;  // empty: MPS claim configs are refused
+  // Consumable shares and the node's memory-limit support for the
+  // inventory (its driver_name is set from driver_name above).
+  InventoryOptions inventory;
   kube::ClientConfig api;
   SliceLimits limits;
   // Timings, shortened by tests.

@@ -118,6 +118,36 @@ AttributeValue AttributeValue::Version(std::string v) {
   return a;
 }
 
+std::string MemoryLimitsAttribute(const std::string& driver_name) {
+  return absl::StrCat(driver_name, "/memoryLimits");
+}
+
+void ApplyConsumableShares(const ConsumableShares& shares, DraDevice* device) {
+  using Mode = ConsumableShares::Mode;
+  if (shares.mode == Mode::kDisabled) return;
+  auto memory = device->capacity.find("memory");
+  if (memory == device->capacity.end()) return;  // as NVIDIA's
+  const uint64_t max = memory->second / kMemoryStep * kMemoryStep;
+  if (max < 2 * kMemoryStep) return;
+  device->allow_multiple_allocations = true;
+  memory->second = max;
+  if (shares.mode == Mode::kMemory) {
+    device->request_policies["memory"] = {.default_value = max,
+                                          .min = kMemoryStep,
+                                          .max = max,
+                                          .step = kMemoryStep};
+    return;
+  }
+  device->request_policies["memory"] = {
+      .default_value = 0, .min = 0, .max = max, .step = kMemoryStep};
+  if (shares.mode == Mode::kCount) {
+    const uint64_t n = static_cast<uint64_t>(shares.count);
+    device->capacity["shares"] = n;
+    device->request_policies["shares"] = {
+        .default_value = 1, .min = 1, .max = n, .step = 1};
+  }
+}
+
 std::string GpuDeviceName(const GpuInfo& gpu) {
   return absl::StrCat("gpu-", gpu.minor);
 }
@@ -157,9 +187,26 @@ absl::StatusOr<std::vector<DraDevice>> BuildInventory(
   const std::map<std::string, std::string> domains =
       topology != nullptr ? NvLinkDomains(*topology)
                           : std::map<std::string, std::string>();
+  const MemoryLimitSupport node_limits =
+      NodeMemoryLimitSupport({.nvml_has_limits = options.nvml_has_memory_limits,
+                              .driver_version = node.driver_version,
+                              .cgroup2_mount = options.cgroup2_mount});
+  const std::string limits_attribute =
+      MemoryLimitsAttribute(options.driver_name);
+  // The attribute, and the consumable shape where shares are on and the
+  // device may have them.
+  auto share = [&](const MemoryLimitSupport& limits, DraDevice* d) {
+    d->memory_limits = limits;
+    d->attributes[limits_attribute] =
+        AttributeValue::String(limits.enforced ? "enforced" : "none");
+    if (limits.enforced || options.unenforced == UnenforcedShares::kAllow) {
+      ApplyConsumableShares(options.shares, d);
+    }
+  };
   std::vector<DraDevice> out;
   for (const GpuInfo& g : node.gpus) {
     const std::string gpu_node = absl::StrCat("/dev/nvidia", g.minor);
+    const MemoryLimitSupport gpu_limits = GpuMemoryLimitSupport(node_limits, g);
     if (!g.mig_enabled) {
       DraDevice d;
       d.name = GpuDeviceName(g);
@@ -178,6 +225,7 @@ absl::StatusOr<std::vector<DraDevice>> BuildInventory(
       d.device.gpu_index = g.index;
       d.device.gpu_uuid = g.uuid;
       d.device.memory_bytes = g.memory_bytes;
+      share(gpu_limits, &d);
       out.push_back(std::move(d));
       continue;
     }
@@ -229,6 +277,7 @@ absl::StatusOr<std::vector<DraDevice>> BuildInventory(
       d.device.mig_gi = static_cast<int>(m.gi);
       d.device.mig_ci = static_cast<int>(m.ci);
       d.device.memory_bytes = m.memory_bytes;
+      share(gpu_limits, &d);  // the GPU's: in MIG mode, never enforced
       out.push_back(std::move(d));
     }
   }

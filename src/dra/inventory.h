@@ -9,12 +9,15 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "config/config.h"
 #include "device/device.h"
 #include "device/gpu.h"
+#include "device/memory_limit_support.h"
 #include "device/mig_caps.h"
 #include "topology/node_topology.h"
 
@@ -36,6 +39,22 @@ struct AttributeValue {
   bool operator==(const AttributeValue&) const = default;
 };
 
+// A consumable capacity's requestPolicy (resource.k8s.io/v1
+// CapacityRequestPolicy with a validRange): what one allocation of a device
+// that allows several takes of it. A request names an amount in [min, max]
+// that is min plus a multiple of step; a request naming none takes
+// `default_value`.
+struct RequestPolicy {
+  uint64_t default_value = 0;
+  uint64_t min = 0;
+  uint64_t max = 0;
+  uint64_t step = 0;
+  bool operator==(const RequestPolicy&) const = default;
+};
+
+// The granularity of consumable memory: NVIDIA's 1Mi step.
+inline constexpr uint64_t kMemoryStep = uint64_t{1} << 20;
+
 // One device as DRA publishes it.
 struct DraDevice {
   // "gpu-<minor>", or "gpu-<minor>-mig-<profile>-<gi profile>-<placement>"
@@ -47,6 +66,16 @@ struct DraDevice {
   // By published name: "memory" in bytes; MIG engine counts and memory
   // slices (1 each).
   std::map<std::string, uint64_t> capacity;
+  // With consumable shares (NVIDIA's ConsumableShares): the device may be
+  // allocated to several claims at once (allowMultipleAllocations), and
+  // `request_policies` makes its "memory" (and "shares") consumable. False
+  // and empty for a whole device.
+  bool allow_multiple_allocations = false;
+  std::map<std::string, RequestPolicy> request_policies;
+  // Whether the driver can enforce a share's memory limit on this device
+  // (published as "<driver>/memoryLimits": "enforced" or "none"), and if
+  // not, why.
+  MemoryLimitSupport memory_limits;
   // Our model of it: `id` is `name`, `visible_id` the GPU or MIG UUID,
   // device nodes (the GPU's, and a MIG device's capability nodes), the
   // physical unit health is tracked by. Health fields are left healthy.
@@ -74,7 +103,30 @@ absl::StatusOr<std::string> SemanticVersion(const std::string& version);
 struct InventoryOptions {
   // The driver name: the domain of our own attributes.
   std::string driver_name = "gpu.nvidia.com";
+  // NVIDIA's --consumable-shares, when its ConsumableShares gate is on
+  // (Config::ConsumableSharesOn); kDisabled: whole devices.
+  ConsumableShares shares;
+  // What becomes of a device that cannot enforce memory limits while shares
+  // are on: kRefuse publishes it whole, kAllow shared anyway.
+  UnenforcedShares unenforced = UnenforcedShares::kRefuse;
+  // What was found of the node's memory limits (the driver version comes
+  // from the NodeGpus): Nvml::HasMemoryLimits() and ReadCgroup2Mount.
+  bool nvml_has_memory_limits = false;
+  std::optional<std::string> cgroup2_mount;
 };
+
+// Where `attributes` says whether a device enforces memory limits:
+// "<driver>/memoryLimits", "enforced" or "none".
+std::string MemoryLimitsAttribute(const std::string& driver_name);
+
+// NVIDIA's consumable shape (consumable_shares.go) applied to `device`
+// with memory `memory_bytes`: allowMultipleAllocations, "memory" rounded
+// down to a 1Mi multiple with a requestPolicy stepping by 1Mi from 1Mi
+// (kMemory; default all of it) or from 0 (kUnlimited and kCount; default
+// 0), and for kCount a "shares" capacity of `shares.count` (default 1, min
+// 1, step 1). Nothing for kDisabled, nor when the memory is under 2Mi
+// (the API server wants min plus one step within the capacity).
+void ApplyConsumableShares(const ConsumableShares& shares, DraDevice* device);
 
 // The devices of `node` (the GPUs the DRA side serves): a GPU without MIG
 // enabled as one "gpu" device, a MIG-enabled GPU as its MIG devices
@@ -83,6 +135,12 @@ struct InventoryOptions {
 // by NVLink, directly or through one NVSwitch fabric, share
 // "<driver>/nvlinkDomain" (the UUID of the domain's GPU with the lowest
 // index), so a claim's matchAttribute on it keeps its GPUs on one domain.
+// Each device says whether the node enforces memory limits on it
+// (memory_limits, the "<driver>/memoryLimits" attribute: a GPU as
+// GpuMemoryLimitSupport says, a MIG device never). With options.shares on,
+// each device gets NVIDIA's consumable shape (ApplyConsumableShares, to
+// GPUs and MIG devices as NVIDIA's), but one that cannot enforce memory
+// limits stays whole unless options.unenforced is kAllow.
 // MIG device nodes need `mig_caps` (null when no GPU has MIG devices).
 // In the order of node.gpus, MIG devices in their order. Result on failure:
 // FailedPrecondition or NotFound when a MIG device's capability minors are

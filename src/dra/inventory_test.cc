@@ -166,8 +166,9 @@ TEST(BuildInventoryTest, NvLinkDomains) {
   t.SetNvLinks(2, 3, 2);
   t.SetUsable(3, false);
   NodeTopology linked(t, uuids);
-  inv =
-      BuildInventory(node, &linked, nullptr, {.driver_name = "x.example.com"});
+  InventoryOptions x;
+  x.driver_name = "x.example.com";
+  inv = BuildInventory(node, &linked, nullptr, x);
   ASSERT_TRUE(inv.ok());
   const std::string key = "x.example.com/nvlinkDomain";
   EXPECT_EQ((*inv)[0].attributes.at(key), AttributeValue::String("GPU-0"));
@@ -241,6 +242,161 @@ TEST(BuildInventoryTest, MigDevices) {
   none = BuildInventory(node, nullptr, &*partial, {});
   EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(none.status().message(), HasSubstr("MIG-2-0"));
+}
+
+InventoryOptions Shares(ConsumableShares::Mode mode, int count = 0,
+                        bool enforceable = true) {
+  InventoryOptions o;
+  o.shares.mode = mode;
+  o.shares.count = count;
+  o.nvml_has_memory_limits = enforceable;
+  o.cgroup2_mount = "/sys/fs/cgroup";
+  return o;
+}
+
+// An R615 node: the limits can be enforced.
+NodeGpus Node615(int n) {
+  NodeGpus node = Node(n);
+  node.driver_version = "615.10";
+  return node;
+}
+
+constexpr uint64_t kMi = 1ull << 20;
+
+TEST(BuildInventoryTest, MemoryLimitsAttributeOnEveryDevice) {
+  absl::StatusOr<std::vector<DraDevice>> inv =
+      BuildInventory(Node615(1), nullptr, nullptr, Shares({}));
+  ASSERT_TRUE(inv.ok());
+  const DraDevice& d = (*inv)[0];
+  EXPECT_EQ(d.attributes.at("gpu.nvidia.com/memoryLimits"),
+            AttributeValue::String("enforced"));
+  EXPECT_TRUE(d.memory_limits.enforced);
+  // Whole, as without shares: no consumable shape.
+  EXPECT_FALSE(d.allow_multiple_allocations);
+  EXPECT_THAT(d.request_policies, IsEmpty());
+  EXPECT_THAT(d.capacity, ElementsAre(Pair("memory", 80ull << 30)));
+
+  inv = BuildInventory(Node(1), nullptr, nullptr, {});  // driver 535
+  ASSERT_TRUE(inv.ok());
+  EXPECT_EQ((*inv)[0].attributes.at("gpu.nvidia.com/memoryLimits"),
+            AttributeValue::String("none"));
+  EXPECT_EQ((*inv)[0].memory_limits.reason,
+            "NVML has no memory-limit calls (nvmlDeviceSetMemoryLimits_v1; "
+            "driver 535.104.05, R615 needed)");
+}
+
+// NVIDIA's consumable_shares.go, mode by mode.
+TEST(BuildInventoryTest, ConsumableSharesAsNvidias) {
+  using Mode = ConsumableShares::Mode;
+  NodeGpus node = Node615(1);
+  node.gpus[0].memory_bytes = (80ull << 30) + 12345;  // not 1Mi-aligned
+  const uint64_t max = 80ull << 30;
+
+  absl::StatusOr<std::vector<DraDevice>> inv =
+      BuildInventory(node, nullptr, nullptr, Shares(Mode::kMemory));
+  ASSERT_TRUE(inv.ok());
+  EXPECT_TRUE((*inv)[0].allow_multiple_allocations);
+  EXPECT_THAT((*inv)[0].capacity, ElementsAre(Pair("memory", max)));
+  EXPECT_THAT((*inv)[0].request_policies,
+              ElementsAre(Pair("memory", RequestPolicy{.default_value = max,
+                                                       .min = kMi,
+                                                       .max = max,
+                                                       .step = kMi})));
+
+  inv = BuildInventory(node, nullptr, nullptr, Shares(Mode::kUnlimited));
+  ASSERT_TRUE(inv.ok());
+  EXPECT_TRUE((*inv)[0].allow_multiple_allocations);
+  EXPECT_THAT((*inv)[0].request_policies,
+              ElementsAre(Pair(
+                  "memory",
+                  RequestPolicy{
+                      .default_value = 0, .min = 0, .max = max, .step = kMi})));
+
+  inv = BuildInventory(node, nullptr, nullptr, Shares(Mode::kCount, 4));
+  ASSERT_TRUE(inv.ok());
+  EXPECT_THAT((*inv)[0].capacity,
+              ElementsAre(Pair("memory", max), Pair("shares", 4)));
+  EXPECT_THAT(
+      (*inv)[0].request_policies,
+      ElementsAre(
+          Pair("memory",
+               RequestPolicy{
+                   .default_value = 0, .min = 0, .max = max, .step = kMi}),
+          Pair("shares",
+               RequestPolicy{
+                   .default_value = 1, .min = 1, .max = 4, .step = 1})));
+}
+
+TEST(BuildInventoryTest, UnenforceableGpusStayWholeUnlessAllowed) {
+  using Mode = ConsumableShares::Mode;
+  InventoryOptions o = Shares(Mode::kMemory, 0, /*enforceable=*/false);
+  absl::StatusOr<std::vector<DraDevice>> inv =
+      BuildInventory(Node(2), nullptr, nullptr, o);
+  ASSERT_TRUE(inv.ok());
+  for (const DraDevice& d : *inv) {
+    EXPECT_FALSE(d.allow_multiple_allocations) << d.name;
+    EXPECT_THAT(d.request_policies, IsEmpty());
+    EXPECT_EQ(d.attributes.at("gpu.nvidia.com/memoryLimits"),
+              AttributeValue::String("none"));
+    EXPECT_FALSE(d.memory_limits.enforced);
+  }
+  o.unenforced = UnenforcedShares::kAllow;  // as NVIDIA's driver
+  inv = BuildInventory(Node(2), nullptr, nullptr, o);
+  ASSERT_TRUE(inv.ok());
+  for (const DraDevice& d : *inv) {
+    EXPECT_TRUE(d.allow_multiple_allocations) << d.name;
+    EXPECT_EQ(d.attributes.at("gpu.nvidia.com/memoryLimits"),
+              AttributeValue::String("none"));
+  }
+  // No cgroup v2: the same refusal.
+  o = Shares(Mode::kMemory);
+  o.cgroup2_mount.reset();
+  inv = BuildInventory(Node615(1), nullptr, nullptr, o);
+  ASSERT_TRUE(inv.ok());
+  EXPECT_FALSE((*inv)[0].allow_multiple_allocations);
+  EXPECT_THAT((*inv)[0].memory_limits.reason, HasSubstr("cgroup v2"));
+}
+
+// NVIDIA gives MIG devices the shape too; the driver never limits them, so
+// by default they stay whole here.
+TEST(BuildInventoryTest, MigDevicesNeverEnforce) {
+  NodeGpus node = Node615(2);
+  node.gpus[0].mig_enabled = true;
+  node.gpus[0].migs = {Mig(0, 9, 0, "1g.10gb", 19, 0, 1)};
+  absl::StatusOr<MigCaps> caps = MigCaps::Parse(
+      "gpu4/gi9/access 90\ngpu4/gi9/ci0/access 91\n", "mig-minors");
+  ASSERT_TRUE(caps.ok());
+  InventoryOptions o = Shares(ConsumableShares::Mode::kMemory);
+  absl::StatusOr<std::vector<DraDevice>> inv =
+      BuildInventory(node, nullptr, &*caps, o);
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  ASSERT_THAT(Names(*inv), ElementsAre("gpu-4-mig-1g10gb-19-0", "gpu-5"));
+  const DraDevice& mig = (*inv)[0];
+  EXPECT_FALSE(mig.allow_multiple_allocations);
+  EXPECT_EQ(mig.attributes.at("gpu.nvidia.com/memoryLimits"),
+            AttributeValue::String("none"));
+  EXPECT_EQ(mig.memory_limits.reason,
+            "GPU 0 is in MIG mode: the driver limits the memory of whole "
+            "GPUs only");
+  EXPECT_TRUE((*inv)[1].allow_multiple_allocations);  // GPU 1, no MIG
+
+  o.unenforced = UnenforcedShares::kAllow;
+  inv = BuildInventory(node, nullptr, &*caps, o);
+  ASSERT_TRUE(inv.ok());
+  EXPECT_TRUE((*inv)[0].allow_multiple_allocations);
+  EXPECT_EQ((*inv)[0].request_policies.at("memory").max, 10ull << 30);
+  EXPECT_LE((*inv)[0].attributes.size() + (*inv)[0].capacity.size(), 32u);
+}
+
+TEST(ApplyConsumableSharesTest, TooLittleMemoryStaysWhole) {
+  DraDevice d;
+  d.capacity["memory"] = 2 * kMi - 1;  // min 1Mi + a step would exceed it
+  ApplyConsumableShares({ConsumableShares::Mode::kMemory, 0}, &d);
+  EXPECT_FALSE(d.allow_multiple_allocations);
+  DraDevice no_memory;
+  ApplyConsumableShares({ConsumableShares::Mode::kCount, 3}, &no_memory);
+  EXPECT_FALSE(no_memory.allow_multiple_allocations);
+  EXPECT_THAT(no_memory.capacity, IsEmpty());
 }
 
 TEST(BuildInventoryTest, EmptyNode) {

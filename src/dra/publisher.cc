@@ -61,6 +61,12 @@ std::vector<std::optional<PublishedSlice>> AlignSlices(
   return slot;
 }
 
+bool AnyShared(const std::vector<SliceDevice>& devices) {
+  return std::any_of(devices.begin(), devices.end(), [](const SliceDevice& d) {
+    return d.allow_multiple_allocations;
+  });
+}
+
 bool AnyTaint(const std::vector<SliceDevice>& devices) {
   return std::any_of(devices.begin(), devices.end(),
                      [](const SliceDevice& d) { return !d.taints.empty(); });
@@ -311,12 +317,20 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
   if (absl::Status s = EnsureOwner(); !s.ok()) return s;
   std::vector<SliceDevice> devices;
   bool withhold;
+  bool whole;
   NodeOwner owner;
   {
     absl::MutexLock lock(&mu_);
     devices = wanted_;
     withhold = status_.taints_dropped;
+    whole = status_.shares_dropped;
     owner = owner_;
+  }
+  if (whole) {
+    for (SliceDevice& d : devices) {
+      d.allow_multiple_allocations = false;
+      d.request_policies.clear();
+    }
   }
   if (withhold) {
     devices.erase(
@@ -413,6 +427,19 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
             "The API server dropped the taints of our devices (the "
             "DRADeviceTaints feature gate is off): unhealthy devices are "
             "left out of the ResourceSlices instead until they recover");
+      }
+      if (AnyShared(wanted[i]) && !AnyShared(back->devices) &&
+          !status_.shares_dropped) {
+        status_.shares_dropped = true;
+        dirty_ = true;
+        foreign_only_ = false;
+        next_attempt_ = absl::InfinitePast();
+        ++changes_;
+        LOG_WARN(
+            "The API server dropped allowMultipleAllocations and the "
+            "requestPolicy of our devices (the DRAConsumableCapacity feature "
+            "gate is off; on by default from Kubernetes 1.36): consumable "
+            "shares are not offered, devices are published whole");
       }
     }
     for (const PublishedSlice& s : stale) {

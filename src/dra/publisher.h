@@ -57,6 +57,10 @@ struct PublisherStatus {
   // The API server dropped our taints (DRADeviceTaints off): unhealthy
   // devices are withheld from the slices instead.
   bool taints_dropped = false;
+  // The API server dropped allowMultipleAllocations and requestPolicy
+  // (DRAConsumableCapacity off: Kubernetes 1.34 and 1.35 by default):
+  // devices are published whole instead.
+  bool shares_dropped = false;
 };
 
 // Thread-safe. Run() and the watch loop each need a thread; Step() lets a

@@ -60,6 +60,38 @@ int64_t IntAt(const json& j, const char* key) {
   return it != j.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
+// The whole quantity at j[key]; nullopt if missing or not one.
+std::optional<uint64_t> QuantityAt(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::nullopt;
+  return ParseWholeQuantity(it->get<std::string>());
+}
+
+json PolicyJson(const RequestPolicy& p) {
+  return {{"default", CanonicalQuantity(p.default_value)},
+          {"validRange",
+           {{"min", CanonicalQuantity(p.min)},
+            {"max", CanonicalQuantity(p.max)},
+            {"step", CanonicalQuantity(p.step)}}}};
+}
+
+// A requestPolicy of the form we publish (default and a validRange with
+// min, max and step), or nullopt.
+std::optional<RequestPolicy> ParsePolicy(const json& j) {
+  if (!j.is_object() || j.size() != 2) return std::nullopt;
+  auto range = j.find("validRange");
+  if (range == j.end() || !range->is_object() || range->size() != 3) {
+    return std::nullopt;
+  }
+  std::optional<uint64_t> def = QuantityAt(j, "default");
+  std::optional<uint64_t> min = QuantityAt(*range, "min");
+  std::optional<uint64_t> max = QuantityAt(*range, "max");
+  std::optional<uint64_t> step = QuantityAt(*range, "step");
+  if (!def || !min || !max || !step) return std::nullopt;
+  return RequestPolicy{
+      .default_value = *def, .min = *min, .max = *max, .step = *step};
+}
+
 // A device that cannot match anything we publish (its name keeps it
 // apart in messages).
 SliceDevice Unreadable(const std::string& name) {
@@ -82,14 +114,24 @@ SliceDevice ParseDevice(const json& j, TaintTimes* times) {
   }
   if (auto c = j.find("capacity"); c != j.end() && c->is_object()) {
     for (const auto& [key, value] : c->items()) {
-      std::optional<uint64_t> n;
-      if (value.is_object() && value.contains("value") &&
-          value["value"].is_string()) {
-        n = ParseWholeQuantity(value["value"].get<std::string>());
-      }
-      if (!n.has_value() || value.size() != 1) return Unreadable(name);
+      if (!value.is_object()) return Unreadable(name);
+      std::optional<uint64_t> n = QuantityAt(value, "value");
+      if (!n.has_value()) return Unreadable(name);
       d.capacity[key] = *n;
+      size_t fields = 1;
+      if (auto p = value.find("requestPolicy"); p != value.end()) {
+        std::optional<RequestPolicy> policy = ParsePolicy(*p);
+        if (!policy.has_value()) return Unreadable(name);
+        d.request_policies[key] = *policy;
+        ++fields;
+      }
+      if (value.size() != fields) return Unreadable(name);
     }
+  }
+  if (auto m = j.find("allowMultipleAllocations"); m != j.end()) {
+    // false is the same as absent, and what the API server may store.
+    if (!m->is_boolean()) return Unreadable(name);
+    d.allow_multiple_allocations = m->get<bool>();
   }
   if (auto t = j.find("taints"); t != j.end() && t->is_array()) {
     for (const json& taint : *t) {
@@ -106,7 +148,7 @@ SliceDevice ParseDevice(const json& j, TaintTimes* times) {
   // differ.
   for (const auto& [key, unused] : j.items()) {
     if (key != "name" && key != "attributes" && key != "capacity" &&
-        key != "taints") {
+        key != "taints" && key != "allowMultipleAllocations") {
       return Unreadable(name);
     }
   }
@@ -145,10 +187,16 @@ json SliceJson(const SliceObject& s, const NodeOwner& owner,
     if (!d.capacity.empty()) {
       json capacity = json::object();
       for (const auto& [key, value] : d.capacity) {
-        capacity[key] = {{"value", CanonicalQuantity(value)}};
+        json c = {{"value", CanonicalQuantity(value)}};
+        if (auto p = d.request_policies.find(key);
+            p != d.request_policies.end()) {
+          c["requestPolicy"] = PolicyJson(p->second);
+        }
+        capacity[key] = std::move(c);
       }
       device["capacity"] = std::move(capacity);
     }
+    if (d.allow_multiple_allocations) device["allowMultipleAllocations"] = true;
     if (!d.taints.empty()) {
       json taints = json::array();
       for (const Taint& t : d.taints) {

@@ -46,6 +46,8 @@ std::vector<SliceDevice> SliceDevices(const std::vector<DraDevice>& inventory,
     s.name = d.name;
     s.attributes = d.attributes;
     s.capacity = d.capacity;
+    s.allow_multiple_allocations = d.allow_multiple_allocations;
+    s.request_policies = d.request_policies;
     if (auto it = by_name.find(d.name); it != by_name.end()) {
       s.taints = TaintsFor(*it->second, driver_name);
     }

@@ -28,6 +28,10 @@ struct SliceDevice {
   std::string name;
   std::map<std::string, AttributeValue> attributes;
   std::map<std::string, uint64_t> capacity;
+  // allowMultipleAllocations, and capacities' requestPolicy by name
+  // (DraDevice's).
+  bool allow_multiple_allocations = false;
+  std::map<std::string, RequestPolicy> request_policies;
   std::vector<Taint> taints;
   bool operator==(const SliceDevice&) const = default;
 };

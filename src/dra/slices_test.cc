@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -245,6 +246,90 @@ TEST(SliceJsonTest, WhatWeNeverPublishMakesItDiffer) {
   }
   EXPECT_FALSE(ParseSlice(nlohmann::json::object()).ok());
   EXPECT_FALSE(ParseSlice({{"metadata", {{"name", "x"}}}}).ok());
+}
+
+// NVIDIA's shape with --consumable-shares=4: allowMultipleAllocations and
+// each capacity's requestPolicy, read back as written.
+SliceObject SharedObject() {
+  SliceObject o = Object();
+  SliceDevice& d = o.devices[0];
+  d.allow_multiple_allocations = true;
+  d.capacity["shares"] = 4;
+  d.request_policies["memory"] = {
+      .default_value = 0, .min = 0, .max = 80ull << 30, .step = 1ull << 20};
+  d.request_policies["shares"] = {
+      .default_value = 1, .min = 1, .max = 4, .step = 1};
+  return o;
+}
+
+TEST(SliceJsonTest, ConsumableSharesRoundTrip) {
+  nlohmann::json j = SliceJson(SharedObject(), {"node-1", "u"}, {});
+  const nlohmann::json& d = j["spec"]["devices"][0];
+  EXPECT_EQ(d["allowMultipleAllocations"], true);
+  EXPECT_EQ(d["capacity"]["memory"],
+            nlohmann::json::parse(R"({"value": "80Gi", "requestPolicy": {
+                "default": "0", "validRange":
+                {"min": "0", "max": "80Gi", "step": "1Mi"}}})"));
+  EXPECT_EQ(d["capacity"]["shares"],
+            nlohmann::json::parse(R"({"value": "4", "requestPolicy": {
+                "default": "1", "validRange":
+                {"min": "1", "max": "4", "step": "1"}}})"));
+  j["metadata"]["name"] = "s";
+  absl::StatusOr<PublishedSlice> back = ParseSlice(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->devices, SharedObject().devices);
+
+  // Whole devices write neither field.
+  nlohmann::json whole = SliceJson(Object(), {"node-1", "u"}, {});
+  EXPECT_FALSE(
+      whole["spec"]["devices"][0].contains("allowMultipleAllocations"));
+  EXPECT_FALSE(whole["spec"]["devices"][0]["capacity"]["memory"].contains(
+      "requestPolicy"));
+
+  // What the API server drops or changes makes it differ; an explicit
+  // false is the same as none.
+  for (auto edit : std::vector<std::function<void(nlohmann::json&)>>{
+           [](nlohmann::json& d) { d.erase("allowMultipleAllocations"); },
+           [](nlohmann::json& d) {
+             d["capacity"]["memory"].erase("requestPolicy");
+           },
+           [](nlohmann::json& d) {
+             d["capacity"]["shares"]["requestPolicy"]["validValues"] =
+                 nlohmann::json::array({"1"});
+           },
+           [](nlohmann::json& d) {
+             d["capacity"]["memory"]["requestPolicy"]["validRange"]["step"] =
+                 "2Mi";
+           },
+           [](nlohmann::json& d) {
+             d["capacity"]["memory"]["requestPolicy"]["validRange"].erase(
+                 "max");
+           },
+           [](nlohmann::json& d) { d["allowMultipleAllocations"] = "yes"; },
+       }) {
+    nlohmann::json k = j;
+    edit(k["spec"]["devices"][0]);
+    absl::StatusOr<PublishedSlice> differs = ParseSlice(k);
+    ASSERT_TRUE(differs.ok());
+    EXPECT_NE(differs->devices, SharedObject().devices) << k.dump();
+  }
+  nlohmann::json f = whole;
+  f["metadata"]["name"] = "s";
+  f["spec"]["devices"][0]["allowMultipleAllocations"] = false;
+  absl::StatusOr<PublishedSlice> same = ParseSlice(f);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->devices, Object().devices);
+}
+
+TEST(SliceDevicesTest, CarryTheConsumableShape) {
+  std::vector<DraDevice> inv = Inventory(1);
+  inv[0].allow_multiple_allocations = true;
+  inv[0].request_policies["memory"] = {1, 1, 2, 1};
+  std::vector<SliceDevice> s =
+      SliceDevices(inv, {}, "gpu.nvidia.com", /*withhold_unhealthy=*/false);
+  ASSERT_THAT(s, SizeIs(1));
+  EXPECT_TRUE(s[0].allow_multiple_allocations);
+  EXPECT_EQ(s[0].request_policies, inv[0].request_policies);
 }
 
 }  // namespace

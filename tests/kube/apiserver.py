@@ -10,6 +10,7 @@ python3-jsonschema and python3-yaml only.
 CLI
   apiserver.py --dir DIR [--port N] [--schema PATH]
                [--kube-version 1.34|1.35|1.36] [--drop-taints]
+               [--drop-consumable-capacity]
                [--history N] [--bookmark-seconds S]
 
   --dir DIR        Credentials, created once and reused when present:
@@ -37,6 +38,16 @@ CLI
                    server drops disabled fields. Without it, a taint written
                    without timeAdded gets the current time, as from the
                    real server.
+  --drop-consumable-capacity  Emulates a cluster without the
+                   DRAConsumableCapacity feature gate (alpha and off in 1.34
+                   and 1.35, beta and on from 1.36): allowMultipleAllocations
+                   and spec.devices[].capacity[].requestPolicy are silently
+                   dropped from ResourceSlices written (before validation).
+                   Always on with --kube-version 1.34 and 1.35, whose gate
+                   is off by default (the older OpenAPI document used for
+                   them lacks the fields); with 1.36 they are kept and
+                   checked (requestPolicy by validateRequestPolicy of
+                   pkg/apis/resource/validation).
   --history N      Watch events kept (default 1000); a watch from an older
                    resourceVersion gets an ERROR event with a 410 Status.
   --bookmark-seconds S  Idle time after which a watch with
@@ -214,6 +225,9 @@ def parse_args(argv):
                                              "1.35"))
   parser.add_argument("--drop-taints", action="store_true",
                       help="drop spec.devices[].taints from ResourceSlices")
+  parser.add_argument("--drop-consumable-capacity", action="store_true",
+                      help="drop allowMultipleAllocations and requestPolicy "
+                      "from ResourceSlices (always with 1.34 and 1.35)")
   parser.add_argument("--history", type=int, default=1000,
                       help="watch events kept")
   parser.add_argument("--bookmark-seconds", type=float, default=5.0,
@@ -222,6 +236,8 @@ def parse_args(argv):
   if args.kube_version not in ("1.34", "1.35", "1.36"):
     parser.error("GDP_EMULATOR_KUBE_VERSION: %s is not 1.34, 1.35 or 1.36" %
                  args.kube_version)
+  if args.kube_version != "1.36":
+    args.drop_consumable_capacity = True
   if args.schema is None:
     args.schema = os.path.join(SCHEMAS, SCHEMA_OF_RELEASE.get(
         args.kube_version, OLDER_SCHEMA))
@@ -256,7 +272,8 @@ def main(argv):
     sys.stderr.flush()
   store = kube_store.Store(history=args.history)
   api = kube_api.Api(store, schema, kube_dra_rules.DraRules(minor),
-                     drop_taints=args.drop_taints)
+                     drop_taints=args.drop_taints,
+                     drop_consumable_capacity=args.drop_consumable_capacity)
   state = kube_control.State(api, creds["token_value"])
   context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
   context.load_cert_chain(creds["cert"], creds["key"])

@@ -110,11 +110,13 @@ def _object_key(obj):
 class Api:
   """The verbs; see the module docstring."""
 
-  def __init__(self, store, schema, rules, drop_taints=False):
+  def __init__(self, store, schema, rules, drop_taints=False,
+               drop_consumable_capacity=False):
     self.store = store
     self.schema = schema
     self.rules = rules
     self.drop_taints = drop_taints
+    self.drop_consumable_capacity = drop_consumable_capacity
 
   # Reads.
 
@@ -303,6 +305,14 @@ class Api:
       for device in devices if isinstance(devices, list) else []:
         if not isinstance(device, dict):
           continue
+        if self.drop_consumable_capacity:
+          # As the real server without DRAConsumableCapacity.
+          device.pop("allowMultipleAllocations", None)
+          capacity = device.get("capacity")
+          for cap in (capacity.values() if isinstance(capacity, dict)
+                      else []):
+            if isinstance(cap, dict):
+              cap.pop("requestPolicy", None)
         if self.drop_taints:
           device.pop("taints", None)
           continue

@@ -6,10 +6,14 @@ None on create), after pkg/apis/resource/validation of the release:
 metadata, the pool's slice count, the node-selection union, immutable
 fields, the device count, unique device and counter names, counts of
 attributes and counters, one value per attribute, per-device node
-selection, with the limits of kube_minor (34, 35 or 36). The checks of one
+selection, consumable capacity's requestPolicy (check_request_policy),
+with the limits of kube_minor (34, 35 or 36). The checks of one
 field (formats, enums, per-field limits) are kube_dra_common.field_rules,
 checked with the schema. Safe from any thread.
 """
+
+import decimal
+import re
 
 import kube_fields as kf
 import kube_meta
@@ -18,6 +22,146 @@ from kube_meta import as_dict, as_list
 import kube_dra_common as common
 
 _ATTR_KINDS = ("bool", "int", "string", "version")
+# resource.CapacityRequestPolicyDiscreteMaxOptions.
+_VALID_VALUES_MAX = 10
+_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+                       r"(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|"
+                       r"[eE][+-]?[0-9]+)?\Z")
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9,
+            "T": 12, "P": 15, "E": 18}
+
+
+def quantity(value):
+  """A resource.Quantity (string or JSON number) as an exact Decimal; None
+  if it is not one (the schema reports it)."""
+  if isinstance(value, bool):
+    return None
+  if isinstance(value, (int, float)):
+    return decimal.Decimal(str(value))
+  if not isinstance(value, str):
+    return None
+  m = _QUANTITY.match(value)
+  if m is None:
+    return None
+  number, suffix = decimal.Decimal(m.group(1)), m.group(2) or ""
+  with decimal.localcontext() as ctx:
+    ctx.prec = 200
+    if suffix in _BINARY:
+      return number * (decimal.Decimal(1024) ** _BINARY[suffix])
+    if suffix in _DECIMAL:
+      return number.scaleb(_DECIMAL[suffix])
+    return number.scaleb(int(suffix[1:]))
+
+
+def _whole(q):
+  """Quantity.Value(): rounded up to a whole number."""
+  return int(q.to_integral_value(rounding=decimal.ROUND_CEILING))
+
+
+def _text(q):
+  """q as Quantity.String() writes a binary quantity: the largest of Ki,
+  Mi, ... that divides it, else the plain number."""
+  if q == q.to_integral_value() and q >= 1024:
+    whole = int(q)
+    for suffix, power in sorted(_BINARY.items(), key=lambda x: -x[1]):
+      if whole % (1024 ** power) == 0:
+        return "%d%s" % (whole // 1024 ** power, suffix)
+  return format(q.normalize(), "f")
+
+
+def check_request_policy(errs, path, capacity, policy):
+  """validateRequestPolicy of a multi-allocatable device's capacity (1.34+):
+  validValues or validRange, not both; default required with either; valid
+  values sorted, unique, at most 10, within the capacity, one of them the
+  default; a range's min required and within the capacity, the default in
+  [min, max], max within the capacity and not below min, min + step within
+  the capacity, default and max a whole number of steps above min."""
+  values = as_list(policy.get("validValues"))
+  rng = policy.get("validRange")
+  default = quantity(policy.get("default"))
+  if values and rng is not None:
+    kf.forbidden(errs, path, 'exactly one policy can be specified, cannot '
+                 'specify "validValues" and "validRange" at the same time')
+    return
+  if values:
+    if policy.get("default") is None:
+      kf.required(errs, path + ".default", "required when validValues is "
+                  "defined")
+      return
+    vpath = path + ".validValues"
+    parsed = [quantity(v) for v in values]
+    for i in range(len(parsed) - 1):
+      if None not in (parsed[i], parsed[i + 1]) and parsed[i] > parsed[i + 1]:
+        kf.invalid(errs, "%s[%d]" % (vpath, i + 1), values[i + 1],
+                   "values must be sorted in ascending order")
+    if len(values) > _VALID_VALUES_MAX:
+      kf.too_many(errs, vpath, len(values), _VALID_VALUES_MAX)
+      return
+    seen = set()
+    found = False
+    for i, q in enumerate(parsed):
+      if q is None:
+        continue
+      if q > capacity:
+        kf.invalid(errs, "%s[%d]" % (vpath, i), values[i],
+                   "option is larger than capacity value: %s" %
+                   _text(capacity))
+      if default is not None and q == default:
+        found = True
+      if _whole(q) in seen:
+        kf.duplicate(errs, "%s[%d]" % (vpath, i), str(_whole(q)))
+      seen.add(_whole(q))
+    if not found:
+      kf.invalid(errs, vpath, policy.get("default"),
+                 "default value is not valid according to the requestPolicy")
+    return
+  if rng is None:
+    return
+  if policy.get("default") is None:
+    kf.required(errs, path + ".default", "required when validRange is "
+                "defined")
+    return
+  rng = as_dict(rng)
+  rpath = path + ".validRange"
+  low = quantity(rng.get("min"))
+  if rng.get("min") is None or low is None:
+    kf.required(errs, rpath + ".min", "required when validRange is defined")
+    return
+  if default is None:
+    return
+  if low > capacity:
+    kf.invalid(errs, rpath + ".min", rng.get("min"),
+               "min is larger than capacity value: %s" % _text(capacity))
+  if default < low:
+    kf.invalid(errs, rpath + ".min", policy.get("default"),
+               "default is less than min: %s" % rng.get("min"))
+  high = quantity(rng.get("max"))
+  if high is not None:
+    if low > high:
+      kf.invalid(errs, rpath + ".max", rng.get("min"),
+                 "min is larger than max: %s" % rng.get("max"))
+    if high > capacity:
+      kf.invalid(errs, rpath + ".max", rng.get("max"),
+                 "max is larger than capacity value: %s" % _text(capacity))
+    if default > high:
+      kf.invalid(errs, rpath + ".max", policy.get("default"),
+                 "default is more than max: %s" % rng.get("max"))
+  step = quantity(rng.get("step"))
+  if step is not None:
+    if low + step > capacity:
+      kf.invalid(errs, rpath + ".step", rng.get("step"),
+                 "one step %s is larger than capacity value: %s" %
+                 (_text(low + step), _text(capacity)))
+    stride = _whole(step)
+    for q, text in ((default, policy.get("default")),
+                    (high, rng.get("max"))):
+      if q is None or stride == 0:
+        continue
+      if (_whole(q) - _whole(low)) % stride != 0:
+        kf.invalid(errs, rpath + ".step", text,
+                   "value is not a multiple of a given step (%s) from (%s)" %
+                   (rng.get("step"), rng.get("min")))
 
 
 class SliceRules:
@@ -122,11 +266,18 @@ class SliceRules:
         kf.invalid(errs, "%s.attributes[%s]" % (path, name),
                    attribute if kinds else "",
                    "exactly one value must be specified")
+    shared = device.get("allowMultipleAllocations") is True
     for name, cap in capacity.items():
-      if as_dict(cap).get("requestPolicy") is not None and \
-          device.get("allowMultipleAllocations") is not True:
-        kf.forbidden(errs, "%s.capacity[%s].requestPolicy" % (path, name),
-                     "allowMultipleAllocations must be true")
+      policy = as_dict(cap).get("requestPolicy")
+      if policy is None:
+        continue
+      ppath = "%s.capacity[%s].requestPolicy" % (path, name)
+      if not shared:
+        kf.forbidden(errs, ppath, "allowMultipleAllocations must be true")
+      elif isinstance(policy, dict):
+        value = quantity(as_dict(cap).get("value"))
+        if value is not None:
+          check_request_policy(errs, ppath, value, policy)
     consumptions = as_list(device.get("consumesCounters"))
     check_unique_names(errs, consumptions, path + ".consumesCounters",
                        key="counterSet")
