@@ -100,6 +100,9 @@ struct GfdConfig {
   std::string output_file =
       "/etc/kubernetes/node-feature-discovery/features.d/gfd";
   std::string machine_type_file = "/sys/class/dmi/id/product_name";
+  // --use-node-feature-api: write the labels as this node's NFD NodeFeature
+  // object through the API server instead of output_file.
+  bool use_node_feature_api = false;
   bool operator==(const GfdConfig&) const = default;
 };
 

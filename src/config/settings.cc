@@ -587,6 +587,17 @@ std::vector<Setting> MakeSettings() {
        .value = Path({&Config::gfd, &GfdConfig::machine_type_file}),
        .help = "the DMI product name file (nvidia.com/gpu.machine)",
        .doc = "DMI product name, for `nvidia.com/gpu.machine`"},
+      {.flags = "--use-node-feature-api",
+       .env = "GFD_USE_NODE_FEATURE_API,USE_NODE_FEATURE_API",
+       .file = "flags.useNodeFeatureAPI",
+       .value = Bool({&Config::gfd, &GfdConfig::use_node_feature_api}),
+       .restart = "label output (--use-node-feature-api)",
+       .help = "write the labels as this node's NFD NodeFeature object "
+               "(nfd.k8s-sigs.io/v1alpha1; needs --node-name and the API "
+               "server) instead of the feature file",
+       .doc = "write the labels as the node's NFD `NodeFeature` object "
+              "instead of the feature file; needs `--node-name` "
+              "([labels.md](labels.md#nodefeature-objects))"},
       {.flags = "--metrics-address",
        .env = "METRICS_ADDRESS",
        .value = Text(&Config::metrics_address),

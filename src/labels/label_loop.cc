@@ -2,13 +2,38 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "device/gpu.h"
+#include "kube/config.h"
 #include "labels/feature_file.h"
 #include "labels/labels.h"
 #include "labels/node_facts.h"
 #include "util/logging.h"
 
 namespace gdp {
+namespace {
+
+// The writer of the node's NodeFeature, from the config's API server access
+// (dra.kubeconfig, else in-cluster) and dra.node_name.
+absl::StatusOr<std::unique_ptr<NodeFeatureWriter>> MakeWriter(
+    const Config& config) {
+  const DraConfig& d = config.dra;
+  absl::StatusOr<kube::ClientConfig> api =
+      d.kubeconfig.empty() ? kube::InClusterConfig(d.api_host, d.api_port)
+                           : kube::LoadKubeconfig(d.kubeconfig);
+  if (!api.ok()) {
+    return absl::Status(
+        api.status().code(),
+        absl::StrCat("NodeFeature (--use-node-feature-api): the API "
+                     "server's address and credentials (--kubeconfig, or "
+                     "in-cluster): ",
+                     api.status().message()));
+  }
+  std::string ns = api->default_namespace;
+  return NodeFeatureWriter::Create(*std::move(api), d.node_name, ns);
+}
+
+}  // namespace
 
 LabelLoop::LabelLoop(const Nvml* nvml, Config config,
                      std::function<absl::Time()> now)
@@ -61,6 +86,7 @@ absl::Status LabelLoop::Step() {
   absl::StatusOr<Labels> labels = ComputeLabels(node, config, facts);
   if (!labels.ok()) return labels.status();
   if (labels->size() <= 1) LOG_WARN("No GPU labels: no GPUs found");
+  if (config.gfd.use_node_feature_api) return WriteNodeFeature(config, *labels);
   const std::string& path = config.gfd.output_file;
   if (absl::Status s = WriteFeatureFile(path, *labels); !s.ok()) return s;
   std::string content = FormatFeatureFile(*labels);
@@ -76,6 +102,32 @@ absl::Status LabelLoop::Step() {
   }
   written_path_ = path;
   written_content_ = std::move(content);
+  return absl::OkStatus();
+}
+
+absl::Status LabelLoop::WriteNodeFeature(const Config& config,
+                                         const Labels& labels) {
+  std::shared_ptr<NodeFeatureWriter> writer;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop_) return absl::CancelledError("the label loop is stopping");
+    writer = writer_;
+  }
+  if (writer == nullptr) {
+    absl::StatusOr<std::unique_ptr<NodeFeatureWriter>> made =
+        MakeWriter(config);
+    if (!made.ok()) return made.status();
+    writer = *std::move(made);
+    absl::MutexLock lock(&mu_);
+    if (stop_) return absl::CancelledError("the label loop is stopping");
+    writer_ = writer;
+  }
+  absl::StatusOr<bool> wrote = writer->Write(labels);
+  if (!wrote.ok()) return wrote.status();
+  if (*wrote) {
+    LOG_INFO("Wrote {} node labels to NodeFeature {}/{}", labels.size(),
+             writer->namespace_name(), writer->name());
+  }
   return absl::OkStatus();
 }
 
@@ -117,6 +169,7 @@ void LabelLoop::Stop() {
   if (runner_ != nullptr) runner_->Cancel();
   absl::MutexLock lock(&mu_);
   stop_ = true;
+  if (writer_ != nullptr) writer_->Cancel();
 }
 
 void LabelLoop::SetConfig(Config config) {
