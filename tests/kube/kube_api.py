@@ -6,7 +6,8 @@
   api.get / list / delete / delete_collection
 
 KINDS describes each kind served (Node, ResourceSlice, DeviceClass,
-ResourceClaim). Writes of the resource.k8s.io kinds are checked against the
+ResourceClaim, and NFD's NodeFeature, checked against NFD's CRD:
+kube_nodefeature.py). Writes of the resource.k8s.io kinds are checked against the
 OpenAPI schema (when given) and the API server's rules; a bad object raises
 ApiError(422, Invalid, violation=True) whose message lists every problem.
 Other failures raise ApiError with kube-apiserver's code and reason. The
@@ -25,6 +26,7 @@ import uuid
 
 import kube_claim_rules
 import kube_meta
+import kube_nodefeature
 from kube_selectors import field_getters
 from kube_store import ApiError
 
@@ -38,11 +40,12 @@ class Kind:
   """A kind served by the emulator."""
 
   def __init__(self, name, plural, group, namespaced, schema, fields,
-               status=False):
+               status=False, version="v1"):
     self.name = name
     self.plural = plural
     self.group = group
-    self.api_version = group + "/v1" if group else "v1"
+    self.version = version
+    self.api_version = group + "/" + version if group else version
     self.namespaced = namespaced
     self.schema = schema        # components.schemas name, or None
     self.fields = field_getters("metadata.name", "metadata.namespace",
@@ -66,6 +69,9 @@ KINDS = {k.plural: k for k in (
          "io.k8s.api.resource.v1.DeviceClass", ()),
     Kind("ResourceClaim", "resourceclaims", _GROUP, True,
          "io.k8s.api.resource.v1.ResourceClaim", (), status=True),
+    # NFD's custom resource, checked against NFD's CRD (kube_nodefeature).
+    Kind("NodeFeature", "nodefeatures", "nfd.k8s-sigs.io", True, None, (),
+         version="v1alpha1"),
 )}
 
 
@@ -341,6 +347,8 @@ class Api:
         errs = self.rules.check_claim_status(obj, old)
       elif kind.name == "ResourceClaim":
         errs = self.rules.check_claim(obj, old)
+      elif kind.name == "NodeFeature":
+        errs = kube_nodefeature.check(obj)
       else:
         errs = []
         kube_meta.check_object_meta(errs, obj.get("metadata"),

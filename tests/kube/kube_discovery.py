@@ -72,9 +72,9 @@ def route(path):
   """
   parts = [p for p in path.split("/") if p]
   if parts[:2] == ["api", "v1"]:
-    group, rest = "", parts[2:]
-  elif parts[:3] == ["apis", "resource.k8s.io", "v1"]:
-    group, rest = "resource.k8s.io", parts[3:]
+    group, version, rest = "", "v1", parts[2:]
+  elif parts[:1] == ["apis"] and len(parts) >= 3:
+    group, version, rest = parts[1], parts[2], parts[3:]
   else:
     return None
   namespace = None
@@ -83,7 +83,7 @@ def route(path):
   if not rest or len(rest) > 3:
     return None
   kind = KINDS.get(rest[0])
-  if kind is None or kind.group != group:
+  if kind is None or kind.group != group or kind.version != version:
     return None
   if namespace is not None and not kind.namespaced:
     return None
