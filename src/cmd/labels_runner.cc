@@ -5,6 +5,7 @@
 #include <cstring>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "cmd/signals.h"
 #include "config/load.h"
 #include "util/keep_until_exit.h"
@@ -43,7 +44,10 @@ int RunLabels(const ParsedFlags& flags) {
     return 0;
   }
   LOG_INFO("Labelling every {} into {}",
-           absl::FormatDuration(cfg.gfd.sleep_interval), cfg.gfd.output_file);
+           absl::FormatDuration(cfg.gfd.sleep_interval),
+           cfg.gfd.use_node_feature_api
+               ? absl::StrCat("the NodeFeature of node ", cfg.dra.node_name)
+               : cfg.gfd.output_file);
   std::thread run([&loop] { loop.Run(); });
   for (;;) {
     int sig = 0;

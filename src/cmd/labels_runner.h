@@ -16,7 +16,8 @@
 namespace gdp {
 
 // `gpu-device-plugin labels`: opens NVML under --driver-root and writes the
-// labels to gfd.output_file; with --oneshot once, else every
+// labels to gfd.output_file (with --use-node-feature-api: to the node's
+// NodeFeature object, see LabelLoop); with --oneshot once, else every
 // --sleep-interval until SIGTERM/SIGINT (SIGHUP reloads the config file).
 // When NVML cannot be loaded: exit 1 with --fail-on-init-error, else label
 // as a node without GPUs (only the timestamp), as GFD does.
