@@ -12,6 +12,7 @@
 #include "cdi/spec.h"
 #include "cdi/write_spec.h"
 #include "cmd/gpu_layout.h"
+#include "cmd/probes.h"
 #include "config/settings.h"
 #include "device/mig_caps.h"
 #include "health/xid_policy.h"
@@ -181,6 +182,23 @@ absl::Status Daemon::StartDra() {
   o.proc_root = config_.proc_root;
   o.cdi = CdiOptions(config_);
   o.mps_root = config_.mps_root;
+  // Whether memory limits can be enforced: published on every device, and
+  // with consumable shares on, which devices get them.
+  memory_limit_node_.nvml_has_limits = nvml_.HasMemoryLimits();
+  absl::StatusOr<std::optional<std::string>> cgroup2 =
+      ReadCgroup2Mount(config_.proc_root);
+  if (cgroup2.ok()) {
+    memory_limit_node_.cgroup2_mount = *cgroup2;
+  } else {
+    LOG_WARN("DRA: taking this node as without cgroup v2: {}",
+             cgroup2.status().message());
+  }
+  if (config_.ConsumableSharesOn()) {
+    o.inventory.shares = config_.consumable_shares;
+  }
+  o.inventory.unenforced = config_.unenforced_shares;
+  o.inventory.nvml_has_memory_limits = memory_limit_node_.nvml_has_limits;
+  o.inventory.cgroup2_mount = memory_limit_node_.cgroup2_mount;
   o.api = *std::move(api);
   absl::StatusOr<std::unique_ptr<dra::DraDriver>> driver =
       dra::DraDriver::Create(std::move(o));
@@ -194,6 +212,11 @@ absl::Status Daemon::StartDra() {
            d.kubeconfig.empty() ? std::string("in-cluster")
                                 : absl::StrCat("kubeconfig ", d.kubeconfig));
   return absl::OkStatus();
+}
+
+std::vector<std::string> Daemon::ReadinessNotes() const {
+  absl::MutexLock lock(&notes_mu_);
+  return readiness_notes_;
 }
 
 std::optional<dra::DraStatus> Daemon::Dra() const {
@@ -340,6 +363,19 @@ absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
     }
     dra_node_ = split->dra;
     dra_caps_ = caps;
+    MemoryLimitNode limits = memory_limit_node_;
+    limits.driver_version = split->dra.driver_version;
+    std::vector<std::string> notes =
+        SharesNotes(c.ConsumableSharesOn(), c.unenforced_shares,
+                    NodeMemoryLimitSupport(limits), split->dra);
+    absl::MutexLock notes_lock(&notes_mu_);
+    for (const std::string& note : notes) {  // each once while it holds
+      if (std::find(readiness_notes_.begin(), readiness_notes_.end(), note) ==
+          readiness_notes_.end()) {
+        LOG_WARN("DRA: {}", note);
+      }
+    }
+    readiness_notes_ = std::move(notes);
   }
   absl::Status applied = manager_.Apply(std::move(specs));
   PushHealthLocked();  // catches changes made while building

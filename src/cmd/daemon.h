@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "config/config.h"
 #include "device/gpu.h"
+#include "device/memory_limit_support.h"
 #include "device/mig_caps.h"
 #include "dra/driver.h"
 #include "health/health_service.h"
@@ -104,6 +105,10 @@ class Daemon {
   // Thread-safe: what the DRA side is doing; absent when it does not run
   // (--device-api device-plugin).
   std::optional<dra::DraStatus> Dra() const;
+  // Thread-safe: what a passing /readyz adds (SharesNotes: GPUs whose
+  // memory limits cannot be enforced while consumable shares are on).
+  std::vector<std::string> ReadinessNotes() const
+      ABSL_LOCKS_EXCLUDED(notes_mu_);
 
  private:
   // Builds everything for `config` on `node` and applies it.
@@ -146,6 +151,11 @@ class Daemon {
   // What the DRA side was last given (a topology change applies it again).
   NodeGpus dra_node_ ABSL_GUARDED_BY(health_mu_);
   std::optional<MigCaps> dra_caps_ ABSL_GUARDED_BY(health_mu_);
+  // The node's part of memory-limit support, found when the DRA side
+  // starts (the driver version comes with each Apply).
+  MemoryLimitNode memory_limit_node_;
+  mutable absl::Mutex notes_mu_;
+  std::vector<std::string> readiness_notes_ ABSL_GUARDED_BY(notes_mu_);
 };
 
 // What Allocate answers for `resource` under `config`.

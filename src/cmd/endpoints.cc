@@ -35,11 +35,12 @@ absl::StatusOr<std::unique_ptr<Endpoints>> Endpoints::Start(
   PluginMetrics::Get();  // its families show (empty) from the start
   if (address.empty()) return e;
   Endpoints* self = e.get();
-  auto server =
-      metrics::HttpServer::Start(address, registry,
-                                 {.healthz = [self] { return self->Healthz(); },
-                                  .readyz = [self] { return self->Readyz(); },
-                                  .connections = {}});
+  auto server = metrics::HttpServer::Start(
+      address, registry,
+      {.healthz = [self] { return self->Healthz(); },
+       .readyz = [self] { return self->Readyz(); },
+       .readyz_notes = [self] { return self->ReadyzNotes(); },
+       .connections = {}});
   if (!server.ok()) return server.status();
   e->server_ = *std::move(server);
   // After server_ is set: the registry's lock orders it before every
@@ -92,6 +93,12 @@ absl::Status Endpoints::Readyz() const {
   absl::MutexLock lock(&mu_);
   if (daemon_ == nullptr) return NotServing();
   return Readiness(daemon_->Plugins(), ToProbe(daemon_->Dra()));
+}
+
+std::vector<std::string> Endpoints::ReadyzNotes() const {
+  absl::MutexLock lock(&mu_);
+  if (daemon_ == nullptr) return {};
+  return daemon_->ReadinessNotes();
 }
 
 std::vector<metrics::FamilySnapshot> Endpoints::Collect() const {

@@ -55,6 +55,7 @@ class Endpoints {
   Endpoints() = default;
   absl::Status Healthz() const ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Readyz() const ABSL_LOCKS_EXCLUDED(mu_);
+  std::vector<std::string> ReadyzNotes() const ABSL_LOCKS_EXCLUDED(mu_);
   std::vector<metrics::FamilySnapshot> Collect() const ABSL_LOCKS_EXCLUDED(mu_);
   // Why nothing is served yet: NVML is not loaded (with its error).
   absl::Status NotServing() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

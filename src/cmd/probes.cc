@@ -61,4 +61,31 @@ absl::Status Readiness(const std::vector<PluginStatus>& plugins,
   return absl::UnavailableError(absl::StrJoin(problems, "; "));
 }
 
+std::vector<std::string> SharesNotes(bool shares_on,
+                                     UnenforcedShares unenforced,
+                                     const MemoryLimitSupport& node,
+                                     const NodeGpus& dra_gpus) {
+  std::vector<std::string> notes;
+  if (!shares_on) return notes;
+  for (const GpuInfo& g : dra_gpus.gpus) {
+    const MemoryLimitSupport s = GpuMemoryLimitSupport(node, g);
+    if (s.enforced) continue;
+    const std::string gpu = absl::StrCat("GPU ", g.index, " (", g.uuid, ")",
+                                         g.mig_enabled ? "'s MIG devices" : "");
+    if (unenforced == UnenforcedShares::kAllow) {
+      notes.push_back(absl::StrCat(
+          gpu, g.mig_enabled ? " offer" : " offers",
+          " consumable shares whose memory limits are not enforced: ",
+          s.reason));
+    } else {
+      notes.push_back(absl::StrCat(
+          gpu, g.mig_enabled ? " are" : " is",
+          " published whole, without consumable shares: ", s.reason,
+          " (--unenforced-shares=allow shares ", g.mig_enabled ? "them" : "it",
+          " unenforced)"));
+    }
+  }
+  return notes;
+}
+
 }  // namespace gdp

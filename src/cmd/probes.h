@@ -8,6 +8,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "config/config.h"
+#include "device/gpu.h"
+#include "device/memory_limit_support.h"
 #include "plugin/manager.h"
 
 namespace gdp {
@@ -38,6 +41,20 @@ absl::Status Liveness(const std::string& nvml_failure,
 // Result on failure: Unavailable naming what is not done.
 absl::Status Readiness(const std::vector<PluginStatus>& plugins,
                        const std::optional<DraProbe>& dra = std::nullopt);
+
+// What a passing /readyz adds, one line each, when consumable shares are on
+// (`shares_on`): for every GPU of `dra_gpus` (the DRA side's) that cannot
+// enforce memory limits by `node` (NodeMemoryLimitSupport), what was
+// published and why. With kRefuse: "GPU 0 (GPU-...) is published whole,
+// without consumable shares: <reason> (--unenforced-shares=allow shares it
+// unenforced)"; with kAllow: "GPU 0 (GPU-...) offers consumable shares
+// whose memory limits are not enforced: <reason>". Empty when shares are
+// off or every GPU can enforce. A MIG-enabled GPU stands for its MIG
+// devices.
+std::vector<std::string> SharesNotes(bool shares_on,
+                                     UnenforcedShares unenforced,
+                                     const MemoryLimitSupport& node,
+                                     const NodeGpus& dra_gpus);
 
 }  // namespace gdp
 

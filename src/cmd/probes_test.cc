@@ -112,5 +112,40 @@ TEST(ProbesTest, DraSide) {
                         "/api/v1/nodes/n: Unavailable)"));
 }
 
+TEST(ProbesTest, SharesNotes) {
+  NodeGpus node;
+  node.driver_version = "615.10";
+  GpuInfo g0;
+  g0.index = 0;
+  g0.uuid = "GPU-a";
+  GpuInfo g1 = g0;
+  g1.index = 1;
+  g1.uuid = "GPU-b";
+  g1.mig_enabled = true;
+  node.gpus = {g0, g1};
+  const MemoryLimitSupport yes{true, ""};
+  const MemoryLimitSupport old{false, "driver 580.1 is older than R615"};
+  using ::testing::ElementsAre;
+  using ::testing::IsEmpty;
+  EXPECT_THAT(SharesNotes(false, UnenforcedShares::kRefuse, old, node),
+              IsEmpty());
+  EXPECT_THAT(
+      SharesNotes(true, UnenforcedShares::kRefuse, yes, node),
+      ElementsAre("GPU 1 (GPU-b)'s MIG devices are published whole, without "
+                  "consumable shares: GPU 1 is in MIG mode: the driver "
+                  "limits the memory of whole GPUs only "
+                  "(--unenforced-shares=allow shares them unenforced)"));
+  EXPECT_THAT(
+      SharesNotes(true, UnenforcedShares::kAllow, old, node),
+      ElementsAre("GPU 0 (GPU-a) offers consumable shares whose memory "
+                  "limits are not enforced: driver 580.1 is older than R615",
+                  "GPU 1 (GPU-b)'s MIG devices offer consumable shares whose "
+                  "memory limits are not enforced: driver 580.1 is older "
+                  "than R615"));
+  node.gpus.pop_back();
+  EXPECT_THAT(SharesNotes(true, UnenforcedShares::kRefuse, yes, node),
+              IsEmpty());
+}
+
 }  // namespace
 }  // namespace gdp

@@ -18,11 +18,17 @@
 namespace gdp::metrics {
 namespace {
 
-void Answer(const Probe& probe, httplib::Response& res) {
+void Answer(const Probe& probe, httplib::Response& res,
+            const std::function<std::vector<std::string>()>& notes = nullptr) {
   absl::Status s = probe != nullptr ? probe() : absl::OkStatus();
   if (s.ok()) {
     res.status = 200;
-    res.set_content("ok\n", "text/plain; charset=utf-8");
+    std::string body = "ok\n";
+    if (notes != nullptr) {
+      for (const std::string& line : notes())
+        absl::StrAppend(&body, line, "\n");
+    }
+    res.set_content(body, "text/plain; charset=utf-8");
   } else {
     res.status = 503;
     res.set_content(std::string(s.message()) + "\n",
@@ -150,9 +156,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
                                                     httplib::Response& res) {
     Answer(probe, res);
   });
-  server->Get("/readyz", [probe = options.readyz](const httplib::Request&,
-                                                  httplib::Response& res) {
-    Answer(probe, res);
+  server->Get("/readyz", [probe = options.readyz, notes = options.readyz_notes](
+                             const httplib::Request&, httplib::Response& res) {
+    Answer(probe, res, notes);
   });
   int port = hp->second;
   auto bind = [&server, &port](const std::string& host) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,6 +25,9 @@ using Probe = std::function<absl::Status()>;
 struct HttpServerOptions {
   Probe healthz;  // null: always OK
   Probe readyz;   // null: always OK
+  // Lines a passing /readyz adds after "ok" (what does not fail it but an
+  // operator should see); null: none.
+  std::function<std::vector<std::string>()> readyz_notes;
   // Bounds on clients (see ConnectionLoop); the defaults suit a node.
   ConnectionLoopOptions connections;
 };
@@ -39,7 +43,8 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
 // once), so slow, idle or non-reading clients never starve the probes: each
 // is closed at a deadline that its bytes do not restart, and the one
 // waiting longest makes room for a new one.
-// /healthz and /readyz answer 200 "ok\n" when their probe passes and 503
+// /healthz and /readyz answer 200 "ok\n" (then readyz_notes, a line each,
+// for /readyz) when their probe passes and 503
 // with the probe's message (plain text) when it fails; /metrics answers
 // the registry's families in text format 0.0.4; other paths 404.
 // Probes and collectors run on the server's threads.

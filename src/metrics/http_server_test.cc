@@ -60,6 +60,10 @@ class HttpServerTest : public ::testing::Test {
       if (ready_) return absl::OkStatus();
       return absl::UnavailableError("not ready \"yet\"");
     };
+    o.readyz_notes = [this] {
+      return notes_ ? std::vector<std::string>{"GPU 0 is published whole"}
+                    : std::vector<std::string>{};
+    };
     auto s = HttpServer::Start("127.0.0.1:0", registry_, o);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = *std::move(s);
@@ -67,7 +71,7 @@ class HttpServerTest : public ::testing::Test {
   }
 
   Registry registry_;
-  std::atomic<bool> healthy_{true}, ready_{false};
+  std::atomic<bool> healthy_{true}, ready_{false}, notes_{false};
   std::unique_ptr<HttpServer> server_;
   std::unique_ptr<httplib::Client> client_;
 };
@@ -108,6 +112,10 @@ TEST_F(HttpServerTest, ProbesAnswerTheirReason) {
         Case{"/readyz", 200, "ok\n"}}) {
     check(c);
   }
+  notes_ = true;  // a passing /readyz adds its notes; /healthz never
+  check(Case{"/readyz", 200, "ok\nGPU 0 is published whole\n"});
+  ready_ = false;
+  check(Case{"/readyz", 503, "not ready \"yet\"\n"});
   auto res = client_->Get("/nothing");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404);
