@@ -48,6 +48,9 @@ OVERLAYS = {
     "overlays/cpu-manager": {"privileged": True, "pass_device_specs": True},
     "overlays/time-slicing": {"config_file": "time-slicing"},
     "overlays/labels": {"labels": True},
+    # The labels as NodeFeature objects: the API server through its own
+    # ServiceAccount (nodefeatures, nodes get).
+    "overlays/labels-nodefeature": {"labels": True},
     "overlays/dra": {"device_api": "dra"},
     "overlays/dra-both": {"device_api": "both", "config_file": "dra"},
 }
