@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <optional>
 #include <string>
@@ -376,6 +377,43 @@ TEST_F(MigCreateTest, ProcessesShareOneLayout) {
   EXPECT_THAT(Tool("-i 1 --lgip"),
               HasSubstr("profile 3g.40gb id 9 free 1/2 placements 0:4,4:4"));
   EXPECT_THAT(Tool("--lgi --lci"), HasSubstr("exactly one"));
+}
+
+TEST_F(MigCreateTest, StateFileIsCheckedAndABadOneChangesNothing) {
+  const std::string gpu0 = "GPU-7c3d1e5a-42b8-9f06-d1a3-5e8b2c4f6a90";
+  const struct {
+    const char* name;
+    std::string text;
+    unsigned want_migs;  // GPU 0's MIG devices after it was written
+  } kCases[] = {
+      {"one 7g with its compute instance",
+       absl::StrCat("gpu ", gpu0, " 1 1\ngi ", gpu0, " 0 0 0\nci ", gpu0,
+                    " 0 0 4 0 0\n"),
+       1},
+      {"GPU instance ID not its placement's",
+       absl::StrCat("gpu ", gpu0, " 1 1\ngi ", gpu0, " 5 0 0\n"), 4},
+      {"unknown profile",
+       absl::StrCat("gpu ", gpu0, " 1 1\ngi ", gpu0, " 0 77 0\n"), 4},
+      {"compute instance larger than its GPU instance",
+       absl::StrCat("gpu ", gpu0, " 1 1\ngi ", gpu0, " 7 19 0\nci ", gpu0,
+                    " 7 0 4 0 0\n"),
+       4},
+      {"gi before its gpu", absl::StrCat("gi ", gpu0, " 0 0 0\n"), 4},
+      {"not a number", absl::StrCat("gpu ", gpu0, " one 1\n"), 4},
+      {"unknown entry", absl::StrCat("mig ", gpu0, " 1 1\n"), 4},
+      {"unknown GPU: ignored", "gpu GPU-nope 1 1\n", 4},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.name);
+    // Replaced by rename, as writers do; the next call reads it.
+    const std::string tmp = WriteFile("mig-state.new", c.text);
+    ASSERT_EQ(rename(tmp.c_str(), (dir_ + "/mig-state").c_str()), 0);
+    EXPECT_EQ(MigCount(0), c.want_migs);
+    // Back to the machine file's layout for the next case.
+    unlink((dir_ + "/mig-state").c_str());
+    TearDown();
+    SetUp();
+  }
 }
 
 }  // namespace
