@@ -104,13 +104,21 @@ absl::Status DataLoss(const std::string& path, absl::string_view what) {
 
 std::string SerializeCheckpoint(const Checkpoint& c) {
   json claims = json::array();
+  int version = 1;
   for (const auto& [uid, claim] : c.claims) {
     json devices = json::array();
     for (const PreparedDevice& d : claim.devices) {
-      devices.push_back({{"requests", d.requests},
-                         {"pool", d.pool},
-                         {"device", d.device},
-                         {"cdiDeviceIDs", d.cdi_ids}});
+      json device = {{"requests", d.requests},
+                     {"pool", d.pool},
+                     {"device", d.device},
+                     {"cdiDeviceIDs", d.cdi_ids}};
+      if (!d.share_id.empty()) {
+        version = 2;
+        device["shareID"] = d.share_id;
+        device["memoryLimit"] = d.memory_limit;
+        device["shares"] = d.shares;
+      }
+      devices.push_back(std::move(device));
     }
     json sharing = json::object();
     for (const auto& [device, s] : claim.sharing) {
@@ -123,7 +131,7 @@ std::string SerializeCheckpoint(const Checkpoint& c) {
                       {"sharing", std::move(sharing)}});
   }
   json body = {{"kind", kKind},
-               {"version", kCheckpointVersion},
+               {"version", version},
                {"bootID", c.boot_id},
                {"claims", std::move(claims)}};
   body["checksum"] = Checksum(body);
@@ -176,10 +184,21 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
       p.ref = {Get<std::string>(claim, "namespace"),
                Get<std::string>(claim, "name"), uid};
       for (const json& d : claim.at("devices")) {
-        p.devices.push_back({Get<std::vector<std::string>>(d, "requests"),
-                             Get<std::string>(d, "pool"),
-                             Get<std::string>(d, "device"),
-                             Get<std::vector<std::string>>(d, "cdiDeviceIDs")});
+        PreparedDevice device{Get<std::vector<std::string>>(d, "requests"),
+                              Get<std::string>(d, "pool"),
+                              Get<std::string>(d, "device"),
+                              Get<std::vector<std::string>>(d, "cdiDeviceIDs")};
+        if (d.contains("shareID")) {
+          device.share_id = Get<std::string>(d, "shareID");
+          device.memory_limit = Get<uint64_t>(d, "memoryLimit");
+          device.shares = Get<uint64_t>(d, "shares");
+          if (device.share_id.empty()) {
+            return DataLoss(path, absl::StrCat("claim ", uid,
+                                               ": a device has an empty "
+                                               "shareID"));
+          }
+        }
+        p.devices.push_back(std::move(device));
       }
       for (const auto& [device, s] : claim.at("sharing").items()) {
         p.sharing[device] = ParseSharing(s);

@@ -7,6 +7,7 @@
 #ifndef GDP_DRA_CHECKPOINT_H_
 #define GDP_DRA_CHECKPOINT_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,8 +18,10 @@
 
 namespace gdp::dra {
 
-// The format this build writes, and the newest it reads.
-inline constexpr int kCheckpointVersion = 1;
+// The newest format this build reads and writes. Version 2 adds the share
+// of a device (shareID, memoryLimit, shares); a checkpoint without shares is
+// written as version 1, so that an older plugin still reads it.
+inline constexpr int kCheckpointVersion = 2;
 
 // The most a checkpoint file may hold. A device is in one claim at a time
 // and an entry takes well under 1 KiB, so a node's checkpoint is some KiB
@@ -33,6 +36,13 @@ struct PreparedDevice {
   std::string pool;
   std::string device;
   std::vector<std::string> cdi_ids;
+  // For a share of a device (allocated with allowMultipleAllocations): the
+  // scheduler's share ID (answered to the kubelet), the hard memory limit
+  // its CDI device carries (bytes; 0: none) and the count of `shares` it
+  // consumed (0: none). All empty/0 for a device given whole.
+  std::string share_id = "";
+  uint64_t memory_limit = 0;
+  uint64_t shares = 0;
   bool operator==(const PreparedDevice&) const = default;
 };
 
@@ -52,7 +62,9 @@ struct Checkpoint {
 };
 
 // The file's text: {"kind", "version", "bootID", "claims": [...],
-// "checksum"} with a checksum (FNV-1a, 64 bits) over the rest.
+// "checksum"} with a checksum (FNV-1a, 64 bits) over the rest; version 2
+// when a device is a share (its "shareID", "memoryLimit", "shares"), else
+// version 1.
 std::string SerializeCheckpoint(const Checkpoint& checkpoint);
 
 // Reads a checkpoint's text; `path` names it in messages.
@@ -60,7 +72,7 @@ std::string SerializeCheckpoint(const Checkpoint& checkpoint);
 // checkpoint of ours (not JSON, nested deeper than 100 levels, wrong kind,
 // checksum mismatch, a missing or mistyped field: named); FailedPrecondition
 // "<path>: written in format N by a newer gpu-device-plugin; this one reads up
-// to 1" for a newer version.
+// to 2" for a newer version; a version 1 file reads with no shares.
 absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
                                            const std::string& path);
 

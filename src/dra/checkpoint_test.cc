@@ -85,7 +85,7 @@ TEST(CheckpointTest, CorruptOrNewerIsAnErrorNamingTheFile) {
       {absl::StrReplaceAll(good, {{"\"version\": 1", "\"version\": 7"}}),
        absl::StatusCode::kFailedPrecondition,
        "written in format 7 by a newer gpu-device-plugin; this one reads up "
-       "to 1"},
+       "to 2"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<Checkpoint> r = ParseCheckpoint(c.text, "cp.json");

@@ -56,6 +56,13 @@ struct AllocatedDevice {
   std::string pool;
   std::string device;
   bool admin_access = false;
+  // consumedCapacity (KEP-5075): what this result consumes of each of the
+  // device's capacities ("memory" in bytes, "shares" as a count), for a
+  // device allocated with allowMultipleAllocations; empty otherwise.
+  std::map<std::string, uint64_t> consumed_capacity = {};
+  // shareID: which share of the device this result is; empty for a device
+  // allocated whole.
+  std::string share_id = "";
   bool operator==(const AllocatedDevice&) const = default;
 };
 

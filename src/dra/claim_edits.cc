@@ -47,8 +47,10 @@ cdi::CdiDevice::Mount RwBind(std::string host, std::string container) {
 }  // namespace
 
 std::string ClaimCdiDeviceName(const std::string& claim_uid,
-                               const std::string& device) {
-  return absl::StrCat(claim_uid, "-", device);
+                               const std::string& device,
+                               const std::string& share_id) {
+  if (share_id.empty()) return absl::StrCat(claim_uid, "-", device);
+  return absl::StrCat(claim_uid, "-", device, "-share-", share_id);
 }
 
 std::string ClaimCdiKind(const std::string& driver_name) {
@@ -56,10 +58,10 @@ std::string ClaimCdiKind(const std::string& driver_name) {
 }
 
 std::string ClaimCdiId(const std::string& driver_name,
-                       const std::string& claim_uid,
-                       const std::string& device) {
+                       const std::string& claim_uid, const std::string& device,
+                       const std::string& share_id) {
   return absl::StrCat(ClaimCdiKind(driver_name), "=",
-                      ClaimCdiDeviceName(claim_uid, device));
+                      ClaimCdiDeviceName(claim_uid, device, share_id));
 }
 
 std::string ClaimSpecFileName(const std::string& driver_name,
@@ -91,7 +93,8 @@ absl::StatusOr<Sharing> SharingFor(const std::vector<DeviceConfig>& configs,
 
 absl::StatusOr<std::vector<cdi::CdiDevice>> ClaimCdiDevices(
     const std::string& claim_uid, const std::vector<ClaimDevice>& devices,
-    const std::string& driver_name, const std::string& mps_root) {
+    const std::string& driver_name, const std::string& mps_root,
+    const ShareLimits& share_limits) {
   // The MPS devices in the order CUDA numbers them in a container.
   std::vector<const ClaimDevice*> mps;
   for (const ClaimDevice& d : devices) {
@@ -126,13 +129,25 @@ absl::StatusOr<std::vector<cdi::CdiDevice>> ClaimCdiDevices(
     mps_mounts.push_back(RwBind(absl::StrCat(mps_root, pipe), container_pipe));
     mps_mounts.push_back(RwBind(absl::StrCat(mps_root, "/shm"), "/dev/shm"));
     // One value for the claim: the first device's percentage (NVIDIA's
-    // daemon takes one default too).
+    // daemon takes one default too), lowered to the first share's part of
+    // its GPU.
+    std::optional<int> percentage;
     for (const ClaimDevice* d : mps) {
       if (d->sharing.active_thread_percentage.has_value()) {
-        mps_env.push_back(absl::StrCat("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=",
-                                       *d->sharing.active_thread_percentage));
+        percentage = *d->sharing.active_thread_percentage;
         break;
       }
+    }
+    for (const ClaimDevice* d : mps) {
+      if (d->shares == 0 || d->share_count == 0) continue;
+      const int part = static_cast<int>(std::clamp<uint64_t>(
+          d->shares * 100 / d->share_count, uint64_t{1}, uint64_t{100}));
+      percentage = percentage.has_value() ? std::min(*percentage, part) : part;
+      break;
+    }
+    if (percentage.has_value()) {
+      mps_env.push_back(
+          absl::StrCat("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=", *percentage));
     }
     std::vector<std::string> limits;
     for (size_t i = 0; i < mps.size(); ++i) {
@@ -147,6 +162,10 @@ absl::StatusOr<std::vector<cdi::CdiDevice>> ClaimCdiDevices(
           break;
         }
       }
+      if (mps[i]->memory_limit > 0) {
+        bytes = bytes.has_value() ? std::min(*bytes, mps[i]->memory_limit)
+                                  : mps[i]->memory_limit;
+      }
       if (bytes.has_value() && *bytes / kMiB > 0) {
         limits.push_back(absl::StrCat(i, "=", *bytes / kMiB, "M"));
       }
@@ -159,11 +178,27 @@ absl::StatusOr<std::vector<cdi::CdiDevice>> ClaimCdiDevices(
   std::vector<cdi::CdiDevice> out;
   for (const ClaimDevice& d : devices) {
     cdi::CdiDevice c;
-    c.name = ClaimCdiDeviceName(claim_uid, d.name);
+    c.name = ClaimCdiDeviceName(claim_uid, d.name, d.share_id);
     c.device_nodes = d.device.device_nodes;
     if (d.sharing.strategy == Sharing::Strategy::kMps) {
       c.env = mps_env;
       c.mounts = mps_mounts;
+    }
+    if (!d.share_id.empty() && d.memory_limit > 0) {
+      if (!share_limits.hook.has_value()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "device ", d.name, " share ", d.share_id,
+            ": a memory limit is asked for and no memory-limit hook is "
+            "configured"));
+      }
+      if (absl::Status s = cdi::AddShareLimit(
+              *share_limits.hook, d.device.gpu_uuid, d.memory_limit,
+              absl::StrCat(claim_uid, "-", d.share_id), &c);
+          !s.ok()) {
+        return absl::Status(
+            s.code(), absl::StrCat("device ", d.name, " share ", d.share_id,
+                                   ": ", s.message()));
+      }
     }
     out.push_back(std::move(c));
   }

@@ -5,11 +5,14 @@
 #ifndef GDP_DRA_CLAIM_EDITS_H_
 #define GDP_DRA_CLAIM_EDITS_H_
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cdi/memory_limit.h"
 #include "cdi/spec.h"
 #include "device/device.h"
 #include "dra/claim.h"
@@ -23,10 +26,15 @@ namespace gdp::dra {
 // "k8s.<driver>-claim_<claim UID>.json". A claim UID with a '/' would make
 // a file name cdi::WriteSpec and cdi::RemoveSpec refuse.
 std::string ClaimCdiKind(const std::string& driver_name);
+// A share of a device (a result with a shareID) is a CDI device of its
+// own, "<claim UID>-<device name>-share-<share ID>", so that two shares of
+// one GPU (in one claim or two) have distinct names.
 std::string ClaimCdiDeviceName(const std::string& claim_uid,
-                               const std::string& device);
+                               const std::string& device,
+                               const std::string& share_id = "");
 std::string ClaimCdiId(const std::string& driver_name,
-                       const std::string& claim_uid, const std::string& device);
+                       const std::string& claim_uid, const std::string& device,
+                       const std::string& share_id = "");
 std::string ClaimSpecFileName(const std::string& driver_name,
                               const std::string& claim_uid);
 
@@ -43,11 +51,23 @@ absl::StatusOr<Sharing> SharingFor(const std::vector<DeviceConfig>& configs,
                                    const AllocatedDevice& result,
                                    const Device& device);
 
-// One device of a claim: its name (DRA), our model of it, its sharing.
+// One device of a claim: its name (DRA), our model of it, its sharing;
+// for a share of it, the share's ID, hard memory limit (bytes, 0: none),
+// `shares` consumed and the device's count of shares (0: none).
 struct ClaimDevice {
   std::string name;
   Device device;
   Sharing sharing;
+  std::string share_id = "";
+  uint64_t memory_limit = 0;
+  uint64_t shares = 0;
+  uint64_t share_count = 0;
+};
+
+// How shares' memory limits are applied: the hook (nullopt: no hook is
+// configured, and a share with a memory limit is refused).
+struct ShareLimits {
+  std::optional<cdi::MemoryLimitHook> hook;
 };
 
 // The CDI devices of a claim's spec, one per device: named
@@ -59,12 +79,23 @@ struct ClaimDevice {
 // CUDA_MPS_PINNED_DEVICE_MEM_LIMIT "<ordinal>=<MiB>M,..." (ordinals of the
 // claim's MPS devices by GPU index, limits from the per-device map by GPU
 // index or UUID, else the default), the same on each MPS device.
+// A share (share_id set) is named ClaimCdiDeviceName(uid, name, share_id)
+// and, with a memory limit, carries cdi::AddShareLimit's edits for the GPU's
+// UUID, keyed "<claim UID>-<share ID>". An MPS share also gets its part of
+// the GPU as an MPS client: CUDA_MPS_ACTIVE_THREAD_PERCENTAGE =
+// shares * 100 / share_count (at least 1; the lower of that and the
+// config's), and its memory limit as its pinned device memory limit (the
+// lower of that and the config's), so that a driver without cgroup memory
+// limits still holds the share to it.
 // Result on failure: FailedPrecondition for MPS without `mps_root`, or a
 // time-slice interval other than Default (this driver does not change a
-// GPU's time slice), naming the device.
+// GPU's time slice), or a share with a memory limit and no hook, naming the
+// device; InvalidArgument from cdi::AddShareLimit (a limit not in whole
+// MiB, a MIG device's UUID, a share key over 128 characters).
 absl::StatusOr<std::vector<cdi::CdiDevice>> ClaimCdiDevices(
     const std::string& claim_uid, const std::vector<ClaimDevice>& devices,
-    const std::string& driver_name, const std::string& mps_root);
+    const std::string& driver_name, const std::string& mps_root,
+    const ShareLimits& limits = {});
 
 }  // namespace gdp::dra
 

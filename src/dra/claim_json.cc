@@ -227,6 +227,20 @@ std::string Child(const std::string& path, const char* field) {
 constexpr size_t kMaxResults = 32;
 constexpr size_t kMaxConfigs = 64;
 constexpr size_t kMaxConfigRequests = 32;
+// A device has at most 32 attributes and capacities together, so a result
+// consumes at most 32 capacities. A share ID is a UUID the scheduler made
+// (36 characters); 64 leaves room and keeps CDI names and share keys short.
+constexpr size_t kMaxCapacities = 32;
+constexpr size_t kMaxShareId = 64;
+
+// A capacity's name (a QualifiedName): a DNS label, or a DNS subdomain and
+// a DNS label joined by '/'.
+bool IsCapacityName(absl::string_view s) {
+  if (s.size() > 253 + 1 + 63) return false;
+  std::vector<absl::string_view> parts = absl::StrSplit(s, '/');
+  if (parts.size() == 1) return IsDnsLabel(parts[0]);
+  return parts.size() == 2 && IsDnsSubdomain(parts[0]) && IsDnsLabel(parts[1]);
+}
 
 // A pool name: DNS subdomains joined by '/', at most 253 characters.
 bool IsPoolName(absl::string_view s) {
@@ -424,6 +438,41 @@ absl::StatusOr<AllocatedClaim> ParseClaim(const json& claim,
       }
       if (auto a = r.find("adminAccess"); a != r.end() && a->is_boolean()) {
         d.admin_access = a->get<bool>();
+      }
+      if (auto id = r.find("shareID"); id != r.end() && !id->is_null()) {
+        const std::string p = Child(path, "shareID");
+        if (absl::Status s = String(*id, p, &d.share_id); !s.ok()) return s;
+        if (absl::Status s =
+                CheckName(p, d.share_id,
+                          d.share_id.size() <= kMaxShareId && IsUid(d.share_id),
+                          "a UID (at most 64 ASCII letters, digits and '-')");
+            !s.ok()) {
+          return s;
+        }
+      }
+      if (auto cc = r.find("consumedCapacity");
+          cc != r.end() && !cc->is_null()) {
+        const std::string p = Child(path, "consumedCapacity");
+        if (!cc->is_object()) return WrongType(p, *cc, "an object");
+        if (absl::Status s = CheckCount(p, cc->size(), kMaxCapacities);
+            !s.ok()) {
+          return s;
+        }
+        for (const auto& [name, value] : cc->items()) {
+          const std::string field = absl::StrCat(p, ".", CutText(name, 64));
+          if (absl::Status s =
+                  CheckName(field, name, IsCapacityName(name),
+                            "a capacity name (a DNS label, or a DNS "
+                            "subdomain and a DNS label joined by '/')");
+              !s.ok()) {
+            return s;
+          }
+          uint64_t amount = 0;
+          if (absl::Status s = Quantity(value, field, &amount); !s.ok()) {
+            return s;
+          }
+          d.consumed_capacity[name] = amount;
+        }
       }
       out.results.push_back(std::move(d));
     }

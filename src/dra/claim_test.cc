@@ -3,8 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "dra/claim_edits.h"
 #include "dra/claim_json.h"
 
@@ -67,6 +69,65 @@ TEST(ParseClaimTest, ResultsAndOurConfigsInOrder) {
   EXPECT_EQ(g.sharing.active_thread_percentage, 50);
   EXPECT_EQ(g.sharing.pinned_memory_limit, 10ull << 30);
   EXPECT_EQ(g.sharing.per_device_pinned_memory_limit.at("0"), 5ull << 30);
+}
+
+TEST(ParseClaimTest, SharesAndConsumedCapacity) {
+  json c = Claim();
+  json& r = c["status"]["allocation"]["devices"]["results"][0];
+  r["shareID"] = "0f6c5b8e-1d2a-4c3b-9e8f-7a6b5c4d3e2f";
+  r["consumedCapacity"] = {{"memory", "20Gi"}, {"shares", "2"}};
+  absl::StatusOr<AllocatedClaim> got = ParseClaim(c, "gpu.nvidia.com");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->results[0].share_id, "0f6c5b8e-1d2a-4c3b-9e8f-7a6b5c4d3e2f");
+  EXPECT_EQ(got->results[0].consumed_capacity,
+            (std::map<std::string, uint64_t>{{"memory", 20ull << 30},
+                                             {"shares", 2}}));
+  EXPECT_TRUE(got->results[1].share_id.empty());
+  EXPECT_TRUE(got->results[1].consumed_capacity.empty());
+
+  // Each bad value names its field.
+  struct Case {
+    const char* field;
+    json value;
+    const char* error;
+  };
+  json many = json::object();
+  for (int i = 0; i < 33; ++i) many[absl::StrCat("c", i)] = 1;
+  const Case cases[] = {
+      {"shareID", 7, "results[0].shareID: must be a string, not an integer"},
+      {"shareID", "", "results[0].shareID: must be a UID"},
+      {"shareID", "a/b", "results[0].shareID: must be a UID"},
+      {"shareID", std::string(65, 'a'), "results[0].shareID: must be a UID"},
+      {"consumedCapacity", "1Gi",
+       "results[0].consumedCapacity: must be an object, not a string"},
+      {"consumedCapacity", many,
+       "results[0].consumedCapacity: 33 entries; the API allows at most 32"},
+      {"consumedCapacity",
+       {{"Memory", "1Gi"}},
+       "results[0].consumedCapacity.Memory: must be a capacity name"},
+      {"consumedCapacity",
+       {{"memory", "0.5"}},
+       "results[0].consumedCapacity.memory: '0.5' is not a whole quantity"},
+      {"consumedCapacity",
+       {{"memory", -1}},
+       "results[0].consumedCapacity.memory: must be a string, not an integer"},
+      {"consumedCapacity",
+       {{"memory", "lots"}},
+       "results[0].consumedCapacity.memory: 'lots' is not a whole"},
+  };
+  for (const Case& k : cases) {
+    json bad = Claim();
+    bad["status"]["allocation"]["devices"]["results"][0][k.field] = k.value;
+    absl::StatusOr<AllocatedClaim> out = ParseClaim(bad, "gpu.nvidia.com");
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument)
+        << k.value.dump();
+    EXPECT_THAT(out.status().message(), HasSubstr(k.error)) << k.value.dump();
+  }
+  // A qualified capacity name is fine.
+  json q = Claim();
+  q["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
+      {"example.com/links", 1}};
+  EXPECT_TRUE(ParseClaim(q, "gpu.nvidia.com").ok());
 }
 
 TEST(ParseClaimTest, NotAllocatedOrMalformed) {
@@ -408,6 +469,40 @@ TEST(ClaimCdiDevicesTest, NamesNodesAndMps) {
       "u-1", {{"gpu-0", GpuDevice(), slow}}, "gpu.nvidia.com", "/run/mps");
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(), HasSubstr("interval Long"));
+}
+
+TEST(ClaimCdiDevicesTest, AnMpsShareIsAClientWithItsPartOfTheGpu) {
+  EXPECT_EQ(ClaimCdiId("gpu.nvidia.com", "u-1", "gpu-0", "s-1"),
+            "k8s.gpu.nvidia.com/claim=u-1-gpu-0-share-s-1");
+  Sharing mps;
+  mps.strategy = Sharing::Strategy::kMps;
+  const cdi::MemoryLimitHook hook{cdi::MemoryLimitHook::Kind::kOurs,
+                                  "/opt/gdp/gdp-cdi-hook", "/"};
+  // 3 of 8 shares: 37%; 6 GiB consumed: the pinned limit and the hook's.
+  ClaimDevice share{"gpu-0", GpuDevice(), mps, "s-1", 6ull << 30, 3, 8};
+  absl::StatusOr<std::vector<cdi::CdiDevice>> out =
+      ClaimCdiDevices("u-1", {share}, "gpu.nvidia.com", "/run/mps", {hook});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 1u);
+  EXPECT_EQ((*out)[0].name, "u-1-gpu-0-share-s-1");
+  EXPECT_THAT((*out)[0].env,
+              ElementsAre("CUDA_MPS_PIPE_DIRECTORY=/mps/gpu.nvidia.com/pipe",
+                          "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=37",
+                          "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=6144M"));
+  ASSERT_EQ((*out)[0].hooks.size(), 1u);
+  EXPECT_THAT(
+      (*out)[0].hooks[0].args,
+      ElementsAre("gdp-cdi-hook", "apply-memory-limits", "--driver-root", "/",
+                  "--share", "u-1-s-1,GPU-a,6144"));
+  // The config's lower values win.
+  share.sharing.active_thread_percentage = 20;
+  share.sharing.pinned_memory_limit = 2ull << 30;
+  out = ClaimCdiDevices("u-1", {share}, "gpu.nvidia.com", "/run/mps", {hook});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].env,
+              ElementsAre("CUDA_MPS_PIPE_DIRECTORY=/mps/gpu.nvidia.com/pipe",
+                          "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=20",
+                          "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M"));
 }
 
 }  // namespace

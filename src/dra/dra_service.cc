@@ -166,6 +166,10 @@ class DraPluginService final : public RpcService {
               for (const std::string& id : d.cdi_ids) {
                 w->add_cdi_device_ids(id);
               }
+              // v1 only: v1beta1's Device has no share_id.
+              if constexpr (requires { w->set_share_id(d.share_id); }) {
+                if (!d.share_id.empty()) w->set_share_id(d.share_id);
+              }
             }
           }
           DraMetrics::Get().duration.With({"prepare"}).ObserveSince(start);

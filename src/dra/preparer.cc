@@ -93,6 +93,43 @@ absl::Status Preparer::Start() {
   return absl::OkStatus();
 }
 
+std::string Preparer::WholeAndShared(const PreparedClaim& claim) const {
+  // Every device of `claim` and of the prepared claims: given whole (the
+  // claim that has it) or as shares.
+  struct Use {
+    const PreparedClaim* whole = nullptr;
+    const PreparedClaim* shared = nullptr;
+  };
+  std::map<std::string, Use> uses;
+  auto add = [&](const PreparedClaim& c) -> std::string {
+    for (const PreparedDevice& d : c.devices) {
+      Use& u = uses[d.device];
+      (d.share_id.empty() ? u.whole : u.shared) = &c;
+      if (u.whole != nullptr && u.shared != nullptr) {
+        const PreparedClaim* other = u.whole == &c ? u.shared : u.whole;
+        return absl::StrCat(
+            "device ", d.device, " is given ",
+            d.share_id.empty() ? "whole"
+                               : absl::StrCat("as share ", d.share_id),
+            other == &c
+                ? " and also "
+                : absl::StrCat(" while ", Label(other->ref), " has it "),
+            d.share_id.empty() ? "as a share" : "whole",
+            "; a GPU is given whole or as shares, never both (the scheduler "
+            "allocates a device with allowMultipleAllocations only as shares: "
+            "was the device published differently meanwhile?)");
+      }
+    }
+    return "";
+  };
+  for (const auto& [uid, c] : checkpoint_.claims) {
+    if (uid == claim.ref.uid) continue;
+    // A conflict between prepared claims was refused when it came.
+    (void)add(c);
+  }
+  return add(claim);
+}
+
 absl::Status Preparer::SaveLocked() {
   return WriteCheckpoint(options_.checkpoint_path, checkpoint_);
 }
@@ -103,16 +140,24 @@ absl::Status Preparer::WriteSpec(const PreparedClaim& claim) {
   }
   std::shared_ptr<const DeviceList> list = devices_->Get();
   std::vector<ClaimDevice> devices;
-  for (const auto& [name, sharing] : claim.sharing) {
-    const Device* d = list->Find(name);
+  std::set<std::pair<std::string, std::string>> seen;  // device, share
+  for (const PreparedDevice& p : claim.devices) {
+    if (!seen.emplace(p.device, p.share_id).second) continue;
+    const Device* d = list->Find(p.device);
     if (d == nullptr) {
       return absl::NotFoundError(
-          absl::StrCat("device ", name, " is no longer on this node"));
+          absl::StrCat("device ", p.device, " is no longer on this node"));
     }
-    devices.push_back({name, *d, sharing});
+    auto sharing = claim.sharing.find(p.device);
+    devices.push_back(
+        {p.device, *d,
+         sharing == claim.sharing.end() ? Sharing{} : sharing->second,
+         p.share_id, p.memory_limit, p.shares,
+         p.share_id.empty() ? 0 : base_->share_count});
   }
-  absl::StatusOr<std::vector<cdi::CdiDevice>> cdi_devices = ClaimCdiDevices(
-      claim.ref.uid, devices, options_.driver_name, base_->mps_root);
+  absl::StatusOr<std::vector<cdi::CdiDevice>> cdi_devices =
+      ClaimCdiDevices(claim.ref.uid, devices, options_.driver_name,
+                      base_->mps_root, {base_->memory_limit_hook});
   if (!cdi_devices.ok()) return cdi_devices.status();
   cdi::CdiSpecOptions o = base_->cdi;
   o.kind = ClaimCdiKind(options_.driver_name);
@@ -237,14 +282,34 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
     }
     absl::StatusOr<Sharing> sharing = SharingFor(claim->configs, *r, *d);
     if (!sharing.ok()) return fail(sharing.status().message());
-    prepared.sharing.emplace(r->device, *sharing);
-    prepared.devices.push_back(
-        {{r->request},
-         r->pool,
-         r->device,
-         {ClaimCdiId(options_.driver_name, ref.uid, r->device)}});
+    if (auto [it, added] = prepared.sharing.emplace(r->device, *sharing);
+        !added && it->second != *sharing) {
+      return fail(absl::StrCat("device ", r->device,
+                               " is given to several requests of the claim "
+                               "with different sharing configurations"));
+    }
+    PreparedDevice p{
+        {r->request},
+        r->pool,
+        r->device,
+        {ClaimCdiId(options_.driver_name, ref.uid, r->device, r->share_id)}};
+    if (!r->share_id.empty()) {
+      p.share_id = r->share_id;
+      if (auto m = r->consumed_capacity.find("memory");
+          m != r->consumed_capacity.end()) {
+        p.memory_limit = m->second;
+      }
+      if (auto n = r->consumed_capacity.find("shares");
+          n != r->consumed_capacity.end()) {
+        p.shares = n->second;
+      }
+    }
+    prepared.devices.push_back(std::move(p));
   }
   absl::MutexLock lock(&mu_);
+  if (std::string conflict = WholeAndShared(prepared); !conflict.empty()) {
+    return fail(conflict);
+  }
   if (auto it = checkpoint_.claims.find(ref.uid);
       it != checkpoint_.claims.end()) {
     result.devices = it->second.devices;  // prepared meanwhile

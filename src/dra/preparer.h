@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "cdi/driver_files.h"
+#include "cdi/memory_limit.h"
 #include "cdi/spec.h"
 #include "device/device_set.h"
 #include "dra/checkpoint.h"
@@ -44,6 +46,11 @@ struct ClaimSpecBase {
   cdi::DriverFiles files;
   std::vector<std::string> control_nodes;
   std::string mps_root;  // empty: MPS sharing is refused
+  // Shares (results with a shareID): how their memory limits are applied
+  // (nullopt: a share with a memory limit is refused), and the `shares`
+  // capacity each GPU publishes (--consumable-shares=<N>; 0: none).
+  std::optional<cdi::MemoryLimitHook> memory_limit_hook;
+  uint64_t share_count = 0;
 };
 
 struct PreparerOptions {
@@ -95,7 +102,12 @@ class Preparer {
   // else the claim is read (giving up at `deadline`, or when `caller` is
   // cancelled), checked (its UID, that it is allocated, that every result
   // of our driver names a device of our pool that exists and is healthy,
-  // its configuration) and its spec and checkpoint entry written. Nothing
+  // its configuration) and its spec and checkpoint entry written. A result
+  // with a shareID is a share: its own CDI device (ClaimCdiDeviceName with
+  // the share ID) with the hard limit of the `memory` it consumed (none for
+  // 0 or absent), answered with its share ID. A device is given either
+  // whole or as shares, never both at once (a result of the other kind, in
+  // this claim or another prepared one, fails the claim, naming both). Nothing
   // is written once `caller` has gone (cancelled or past its deadline:
   // the kubelet never learns of it, so it would never unprepare it), nor
   // for a claim unprepared while it was read. A claim that fails gets its
@@ -127,6 +139,11 @@ class Preparer {
   absl::Status WriteSpec(const PreparedClaim& claim)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Why `claim` cannot be prepared beside the prepared claims: a device
+  // given whole in one and as a share in another (or in `claim` itself);
+  // "" when none is.
+  std::string WholeAndShared(const PreparedClaim& claim) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PreparerOptions options_;
   ClaimReader& reader_;

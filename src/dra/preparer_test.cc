@@ -66,6 +66,123 @@ TEST_F(PreparerTest, PreparesWritesTheSpecAndIsIdempotent) {
   EXPECT_EQ(p->Unprepare({{"ns", "never", "u-9"}})["u-9"], "");
 }
 
+// A result for a share of `device` that consumed `memory` bytes.
+AllocatedDevice Share(const std::string& device, const std::string& share_id,
+                      uint64_t memory, const std::string& request = "gpu") {
+  AllocatedDevice d{request, "gpu.nvidia.com", "node-1", device};
+  d.share_id = share_id;
+  d.consumed_capacity = {{"memory", memory}};
+  return d;
+}
+
+// The args of each hook of CDI device `name` in spec `text`, joined.
+std::vector<std::string> HookArgs(const std::string& text,
+                                  const std::string& name) {
+  std::vector<std::string> out;
+  const nlohmann::json spec = nlohmann::json::parse(text);
+  for (const nlohmann::json& d : spec["devices"]) {
+    if (d["name"] != name) continue;
+    for (const nlohmann::json& h :
+         d["containerEdits"].value("hooks", nlohmann::json::array())) {
+      std::string args;
+      for (const nlohmann::json& a : h["args"]) {
+        absl::StrAppend(&args, args.empty() ? "" : " ", a.get<std::string>());
+      }
+      out.push_back(args);
+    }
+  }
+  return out;
+}
+
+TEST_F(PreparerTest, SharesOfOneGpuAreCdiDevicesOfTheirOwnWithTheirLimits) {
+  base_->memory_limit_hook = cdi::MemoryLimitHook{
+      cdi::MemoryLimitHook::Kind::kOurs, "/opt/gdp/gdp-cdi-hook", "/"};
+  reader_.claims["ns/a"] =
+      Allocated("a", "u-a", {Share("gpu-0", "s-1", 4ull << 30)});
+  reader_.claims["ns/b"] =
+      Allocated("b", "u-b", {Share("gpu-0", "s-2", 2ull << 30)});
+  // Unlimited mode: 0 memory consumed, no limit.
+  reader_.claims["ns/c"] = Allocated("c", "u-c", {Share("gpu-0", "s-3", 0)});
+  auto p = Make();
+  ASSERT_TRUE(p->Start().ok());
+  auto out =
+      p->Prepare({{"ns", "a", "u-a"}, {"ns", "b", "u-b"}, {"ns", "c", "u-c"}});
+  for (const char* uid : {"u-a", "u-b", "u-c"}) ASSERT_EQ(out[uid].error, "");
+  ASSERT_EQ(out["u-a"].devices.size(), 1u);
+  EXPECT_EQ(out["u-a"].devices[0].share_id, "s-1");
+  EXPECT_THAT(out["u-a"].devices[0].cdi_ids,
+              ElementsAre("k8s.gpu.nvidia.com/claim=u-a-gpu-0-share-s-1"));
+  EXPECT_THAT(out["u-b"].devices[0].cdi_ids,
+              ElementsAre("k8s.gpu.nvidia.com/claim=u-b-gpu-0-share-s-2"));
+  for (const char* uid : {"u-a", "u-b", "u-c"}) {
+    nlohmann::json spec = nlohmann::json::parse(ReadFileOrEmpty(SpecPath(uid)));
+    EXPECT_TRUE(cdi::ValidateSpec(spec).ok()) << cdi::ValidateSpec(spec);
+    EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"][0]["path"],
+              "/dev/nvidia0");
+  }
+  EXPECT_THAT(HookArgs(ReadFileOrEmpty(SpecPath("u-a")), "u-a-gpu-0-share-s-1"),
+              ElementsAre("gdp-cdi-hook apply-memory-limits --driver-root / "
+                          "--share u-a-s-1,GPU-0,4096"));
+  EXPECT_THAT(HookArgs(ReadFileOrEmpty(SpecPath("u-b")), "u-b-gpu-0-share-s-2"),
+              ElementsAre("gdp-cdi-hook apply-memory-limits --driver-root / "
+                          "--share u-b-s-2,GPU-0,2048"));
+  EXPECT_THAT(HookArgs(ReadFileOrEmpty(SpecPath("u-c")), "u-c-gpu-0-share-s-3"),
+              IsEmpty());
+
+  // Unpreparing one share keeps the others.
+  EXPECT_EQ(p->Unprepare({{"ns", "a", "u-a"}})["u-a"], "");
+  EXPECT_FALSE(fs::exists(SpecPath("u-a")));
+  EXPECT_TRUE(fs::exists(SpecPath("u-b")));
+  EXPECT_EQ(p->prepared(), 2u);
+
+  // A restart keeps the shares (their limits, share IDs) from the checkpoint
+  // and writes the same specs.
+  const std::string b_spec = ReadFileOrEmpty(SpecPath("u-b"));
+  p.reset();
+  fs::remove_all(dir_ / "cdi");
+  p = Make("boot-2");
+  ASSERT_TRUE(p->Start().ok());
+  EXPECT_EQ(p->prepared(), 2u);
+  EXPECT_EQ(ReadFileOrEmpty(SpecPath("u-b")), b_spec);
+  const int reads = reader_.reads;
+  auto again = p->Prepare({{"ns", "b", "u-b"}});
+  EXPECT_EQ(reader_.reads, reads);
+  ASSERT_EQ(again["u-b"].devices.size(), 1u);
+  EXPECT_EQ(again["u-b"].devices[0].share_id, "s-2");
+  EXPECT_EQ(again["u-b"].devices[0].memory_limit, 2ull << 30);
+
+  // gpu-0 is given as shares: a claim for it whole is refused, and one
+  // claim with gpu-1 whole and as a share too.
+  reader_.claims["ns/w"] =
+      Allocated("w", "u-w", {{"gpu", "gpu.nvidia.com", "node-1", "gpu-0"}});
+  EXPECT_THAT(p->Prepare({{"ns", "w", "u-w"}})["u-w"].error,
+              HasSubstr("device gpu-0 is given whole while claim ns/c (u-c) "
+                        "has it as a share"));
+  reader_.claims["ns/x"] =
+      Allocated("x", "u-x",
+                {{"gpu", "gpu.nvidia.com", "node-1", "gpu-1"},
+                 Share("gpu-1", "s-9", 1ull << 30, "other")});
+  EXPECT_THAT(p->Prepare({{"ns", "x", "u-x"}})["u-x"].error,
+              HasSubstr("device gpu-1 is given as share s-9 and also whole"));
+  EXPECT_EQ(p->prepared(), 2u);
+}
+
+TEST_F(PreparerTest, ASharesLimitNeedsAHookAndWholeMiB) {
+  reader_.claims["ns/a"] =
+      Allocated("a", "u-a", {Share("gpu-0", "s-1", 4ull << 30)});
+  reader_.claims["ns/b"] = Allocated("b", "u-b", {Share("gpu-0", "s-2", 1000)});
+  auto p = Make();
+  ASSERT_TRUE(p->Start().ok());
+  EXPECT_THAT(p->Prepare({{"ns", "a", "u-a"}})["u-a"].error,
+              HasSubstr("no memory-limit hook is configured"));
+  base_->memory_limit_hook = cdi::MemoryLimitHook{
+      cdi::MemoryLimitHook::Kind::kOurs, "/opt/gdp/gdp-cdi-hook", "/"};
+  p->SetSources(devices_.get(), base_);
+  EXPECT_THAT(p->Prepare({{"ns", "b", "u-b"}})["u-b"].error,
+              HasSubstr("device gpu-0 share s-2: "));
+  EXPECT_EQ(p->prepared(), 0u);
+}
+
 TEST_F(PreparerTest, EachBadClaimFailsAlone) {
   reader_.claims["ns/other-pool"] = Allocated(
       "other-pool", "u-2", {{"gpu", "gpu.nvidia.com", "node-2", "gpu-0"}});
