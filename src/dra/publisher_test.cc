@@ -240,6 +240,49 @@ TEST_F(PublisherTest, TheWatchPutsBackWhatOthersChange) {
   watch.join();
 }
 
+// NVIDIA's consumable shape, kept by 1.36 and published as is; an API
+// server without DRAConsumableCapacity drops it, and the devices are then
+// published whole instead of rewritten for ever.
+std::vector<SliceDevice> SharedDevices(int n) {
+  std::vector<SliceDevice> out = Devices(n);
+  for (SliceDevice& d : out) {
+    d.allow_multiple_allocations = true;
+    d.request_policies["memory"] = {.default_value = 80ull << 30,
+                                    .min = 1ull << 20,
+                                    .max = 80ull << 30,
+                                    .step = 1ull << 20};
+  }
+  return out;
+}
+
+TEST_F(PublisherTest, ConsumableCapacityDroppedMeansWholeDevices) {
+  StartServer({"--drop-consumable-capacity"});
+  publisher_->SetDevices(SharedDevices(4));
+  ASSERT_TRUE(StepUntilInSync()) << publisher_->status().last_error;
+  EXPECT_TRUE(publisher_->status().shares_dropped);
+  std::vector<json> s = Slices();
+  ASSERT_EQ(s.size(), 1u);
+  for (const json& d : s[0]["spec"]["devices"]) {
+    EXPECT_FALSE(d.contains("allowMultipleAllocations"));
+    EXPECT_FALSE(d["capacity"]["memory"].contains("requestPolicy"));
+  }
+  // In sync, it stays so: no write follows.
+  const std::string version = s[0]["metadata"]["resourceVersion"];
+  publisher_->Step(absl::ZeroDuration());
+  EXPECT_EQ(Slices()[0]["metadata"]["resourceVersion"], version);
+}
+
+TEST_F(PublisherTest, ConsumableCapacityKeptBy136) {
+  StartServer({"--kube-version", "1.36"});
+  publisher_->SetDevices(SharedDevices(2));
+  ASSERT_TRUE(StepUntilInSync()) << publisher_->status().last_error;
+  EXPECT_FALSE(publisher_->status().shares_dropped);
+  const json d = Slices()[0]["spec"]["devices"][0];
+  EXPECT_EQ(d["allowMultipleAllocations"], true);
+  EXPECT_EQ(d["capacity"]["memory"]["requestPolicy"]["validRange"]["step"],
+            "1Mi");
+}
+
 TEST_F(PublisherTest, ErrorsAreRetriedAndTaintsDroppedMeanWithholding) {
   StartServer({"--drop-taints"});
   // The API server fails the first writes.
