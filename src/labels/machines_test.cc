@@ -44,6 +44,7 @@ const Case kCases[] = {
     {"h100-mig", "h100-mig"},
     {"hgx-h100-mig7", "hgx-h100-mig7"},
     {"hgx-h100", "hgx-h100"},
+    {"hgx-h100-r615", "hgx-h100-r615"},
     {"pcie-4gpu-2switch", "pcie-4gpu-2switch"},
     {"pcie-t4", "pcie-t4"},
     {"pcie-t4-time-slicing", "pcie-t4", MigStrategy::kNone,
