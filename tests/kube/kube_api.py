@@ -7,8 +7,9 @@
 
 KINDS describes each kind served (Node, ResourceSlice, DeviceClass,
 ResourceClaim, and NFD's NodeFeature, checked against NFD's CRD:
-kube_nodefeature.py). Writes of the resource.k8s.io kinds are checked against the
-OpenAPI schema (when given) and the API server's rules; a bad object raises
+kube_nodefeature.py). Writes of the resource.k8s.io kinds are checked
+against the OpenAPI schema (when given) and the API server's rules; a bad
+object raises
 ApiError(422, Invalid, violation=True) whose message lists every problem.
 Other failures raise ApiError with kube-apiserver's code and reason. The
 server-set metadata (uid, resourceVersion, creationTimestamp, generation)
