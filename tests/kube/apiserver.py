@@ -65,7 +65,10 @@ API (JSON only; HTTP/1.1 keep-alive, threaded)
   ResourceSlice (/apis/resource.k8s.io/v1/resourceslices[/NAME]),
   DeviceClass (.../deviceclasses[/NAME]), ResourceClaim
   (.../namespaces/NS/resourceclaims[/NAME[/status]]; LIST and WATCH of
-  .../resourceclaims across namespaces). Discovery: /api, /api/v1, /apis,
+  .../resourceclaims across namespaces); NFD's nfd.k8s-sigs.io/v1alpha1
+  NodeFeature (/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/NS/nodefeatures
+  [/NAME]; checked against NFD's CRD, kube_nodefeature.py; not in
+  discovery). Discovery: /api, /api/v1, /apis,
   /apis/resource.k8s.io, /apis/resource.k8s.io/v1, and /version ({"major":"1","minor":"35",...}).
   /healthz, /livez and /readyz answer "ok" without authentication.
   Verbs:
