@@ -195,6 +195,12 @@ absl::Status Daemon::StartDra() {
   }
   if (config_.ConsumableSharesOn()) {
     o.inventory.shares = config_.consumable_shares;
+    // A share's consumed memory becomes its hard limit through this hook.
+    o.memory_limit_hook = cdi::MemoryLimitHook{
+        config_.memory_limit_hook == MemoryLimitHookKind::kNvidia
+            ? cdi::MemoryLimitHook::Kind::kNvidia
+            : cdi::MemoryLimitHook::Kind::kOurs,
+        config_.memory_limit_hook_path, config_.driver_root};
   }
   o.inventory.unenforced = config_.unenforced_shares;
   o.inventory.nvml_has_memory_limits = memory_limit_node_.nvml_has_limits;

@@ -131,6 +131,10 @@ absl::Status DraDriver::Apply(const NodeGpus& node,
       options_.cdi.dev_lookup_root.empty() ? options_.cdi.dev_root
                                            : options_.cdi.dev_lookup_root);
   base->mps_root = options_.mps_root;
+  base->memory_limit_hook = options_.memory_limit_hook;
+  if (options_.inventory.shares.mode == ConsumableShares::Mode::kCount) {
+    base->share_count = static_cast<uint64_t>(options_.inventory.shares.count);
+  }
 
   // Devices that stay keep what health monitoring learned; the daemon
   // pushes the rest.

@@ -7,6 +7,7 @@
 #define GDP_DRA_DRIVER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "cdi/memory_limit.h"
 #include "cdi/spec.h"
 #include "device/device_set.h"
 #include "device/gpu.h"
@@ -41,6 +43,9 @@ struct DraDriverOptions {
   // Host roots for the claims' CDI specs (kind is set here).
   cdi::CdiSpecOptions cdi;
   std::string mps_root;  // empty: MPS claim configs are refused
+  // How a share's memory limit is applied (set when consumable shares are
+  // on; nullopt: a share with a memory limit is refused at prepare).
+  std::optional<cdi::MemoryLimitHook> memory_limit_hook;
   // Consumable shares and the node's memory-limit support for the
   // inventory (its driver_name is set from driver_name above).
   InventoryOptions inventory;
