@@ -3,6 +3,8 @@
 // NodePrepareResources / NodeUnprepareResources with CDI specs per claim.
 #include <signal.h>
 
+#include <fstream>
+
 #include "cdi/validate.h"
 #include "tests/integration/dra_fixture.h"
 #include "util/file_watcher.h"
@@ -216,6 +218,56 @@ TEST_F(DraTest, CorruptCheckpointIsReportedNotFatal) {
   EXPECT_EQ(
       KubeletCall("prepare - ns/c/" + uid)["claims"][uid].value("error", "?"),
       "");
+}
+
+// NVIDIA's --feature-gates=ConsumableShares=true --consumable-shares: on an
+// R615 machine with cgroup v2, each GPU in NVIDIA's shape, accepted by
+// 1.36's rules; on an older driver, whole GPUs saying why.
+TEST_F(DraTest, ConsumableShares) {
+  struct Case {
+    const char* machine;
+    bool shared;
+  } cases[] = {{"hgx-h100-r615", true}, {"dgx-a100", false}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.machine);
+    MakeRoot(c.machine);
+    SetBootId("boot-1");
+    fs::create_directories(dir_ / "root" / "proc" / "self");
+    std::ofstream(dir_ / "root" / "proc" / "self" / "mountinfo")
+        << "35 24 0:30 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n";
+    StartApiServer(0, {"--kube-version", "1.36"});
+    StartDraKubelet();
+    StartDraPlugin(
+        {"--feature-gates=ConsumableShares=true", "--consumable-shares=4"},
+        c.machine);
+    Registered();
+    ASSERT_TRUE(WaitForDevices(8)) << plugin_->Stderr();
+    std::map<std::string, json> devices = SliceDevices();
+    ASSERT_TRUE(devices.contains("gpu-0")) << json(Keys(devices)).dump();
+    const json& d = devices["gpu-0"];
+    EXPECT_EQ(d["attributes"]["gpu.nvidia.com/memoryLimits"]["string"],
+              c.shared ? "enforced" : "none");
+    EXPECT_EQ(d.value("allowMultipleAllocations", false), c.shared);
+    EXPECT_EQ(d["capacity"].contains("shares"), c.shared);
+    if (c.shared) {
+      EXPECT_EQ(d["capacity"]["shares"]["requestPolicy"],
+                json::parse(R"({"default": "1", "validRange":
+                              {"min": "1", "max": "4", "step": "1"}})"));
+      const json& range = d["capacity"]["memory"]["requestPolicy"];
+      EXPECT_EQ(range["default"], "0");
+      EXPECT_EQ(range["validRange"]["step"], "1Mi");
+      EXPECT_EQ(range["validRange"]["max"], d["capacity"]["memory"]["value"]);
+    } else {
+      EXPECT_THAT(plugin_->Stderr(),
+                  HasSubstr("is published whole, without consumable shares: "
+                            "driver 550.54.15 is older than R615"));
+    }
+    EXPECT_EQ(Violations(), json::array());
+    dra_kubelet_.reset();
+    plugin_.reset();
+    api_client_.reset();
+    api_.reset();
+  }
 }
 
 TEST_F(DraTest, MigMachines) {
