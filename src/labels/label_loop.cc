@@ -122,12 +122,9 @@ absl::Status LabelLoop::WriteNodeFeature(const Config& config,
     if (stop_) return absl::CancelledError("the label loop is stopping");
     writer_ = writer;
   }
+  // The writer logs what it created or updated.
   absl::StatusOr<bool> wrote = writer->Write(labels);
   if (!wrote.ok()) return wrote.status();
-  if (*wrote) {
-    LOG_INFO("Wrote {} node labels to NodeFeature {}/{}", labels.size(),
-             writer->namespace_name(), writer->name());
-  }
   return absl::OkStatus();
 }
 

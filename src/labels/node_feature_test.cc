@@ -1,9 +1,14 @@
 #include "labels/node_feature.h"
 
+#include <deque>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kube/test_server.h"
 
 namespace gdp {
 namespace {
@@ -126,6 +131,174 @@ TEST(NodeFeatureTest, WriteNamesTheNodeWhenTheServerIsGone) {
   absl::StatusOr<bool> wrote = (*w)->Write({{"a", "b"}});
   ASSERT_FALSE(wrote.ok());
   EXPECT_THAT(wrote.status().message(), HasSubstr("reading Node \"node-1\""));
+}
+
+// A scripted API server: the Node answers with its uid; each request on the
+// NodeFeature takes the next answer of the script, which must be for its
+// method.
+class ScriptedServer {
+ public:
+  struct Answer {
+    std::string method;
+    int status;
+    json body;  // the object, or a Status object
+  };
+
+  explicit ScriptedServer(std::vector<Answer> script)
+      : script_(script.begin(), script.end()) {
+    server_.http().Get(
+        "/api/v1/nodes/n", [](const httplib::Request&, httplib::Response& res) {
+          res.set_content(R"({"metadata":{"name":"n","uid":"node-uid"}})",
+                          "application/json");
+        });
+    auto scripted = [this](const httplib::Request& req,
+                           httplib::Response& res) {
+      absl::MutexLock lock(&mu_);
+      seen_.push_back(req.method);
+      if (req.method != "GET") bodies_.push_back(json::parse(req.body));
+      if (script_.empty() || script_.front().method != req.method) {
+        res.status = 500;
+        res.set_content(
+            kube::testing::StatusJson(500, "InternalError", "off script"),
+            "application/json");
+        return;
+      }
+      Answer a = std::move(script_.front());
+      script_.pop_front();
+      res.status = a.status;
+      res.set_content(a.body.dump(), "application/json");
+    };
+    const std::string base =
+        "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/"
+        "default/nodefeatures";
+    server_.http().Get(base + "/nvidia-features-for-n", scripted);
+    server_.http().Put(base + "/nvidia-features-for-n", scripted);
+    server_.http().Post(base, scripted);
+    EXPECT_TRUE(server_.Start().ok());
+  }
+
+  std::unique_ptr<NodeFeatureWriter> Writer() {
+    kube::ClientConfig api;
+    api.server = server_.url();
+    auto w = NodeFeatureWriter::Create(api, "n", "");
+    EXPECT_TRUE(w.ok()) << w.status();
+    return w.ok() ? *std::move(w) : nullptr;
+  }
+
+  std::vector<std::string> seen() {
+    absl::MutexLock lock(&mu_);
+    return seen_;
+  }
+  std::vector<json> bodies() {
+    absl::MutexLock lock(&mu_);
+    return bodies_;
+  }
+  bool done() {
+    absl::MutexLock lock(&mu_);
+    return script_.empty();
+  }
+
+ private:
+  kube::testing::TestServer server_;
+  absl::Mutex mu_;
+  std::deque<Answer> script_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> seen_ ABSL_GUARDED_BY(mu_);
+  std::vector<json> bodies_ ABSL_GUARDED_BY(mu_);
+};
+
+json Status(int code, const std::string& reason) {
+  return json::parse(kube::testing::StatusJson(code, reason, "scripted"));
+}
+
+TEST(NodeFeatureWriterTest, Scripts) {
+  const Labels labels = {{"nvidia.com/gpu.count", "2"}};
+  const json wanted = NodeFeatureObject(labels, "n", "node-uid", "default");
+  json stored = wanted;
+  stored["metadata"]["resourceVersion"] = "5";
+  stored["metadata"]["annotations"] = {{"kept", "yes"}};
+  json outdated = stored;
+  outdated["spec"]["labels"]["nvidia.com/gpu.count"] = "1";
+  struct Case {
+    const char* name;
+    std::vector<ScriptedServer::Answer> script;
+    absl::StatusCode code;
+    bool wrote;
+    const char* error;  // in the message
+  };
+  const Case cases[] = {
+      {"missing: created",
+       {{"GET", 404, Status(404, "NotFound")}, {"POST", 201, stored}},
+       absl::StatusCode::kOk,
+       true,
+       ""},
+      {"up to date: nothing written",
+       {{"GET", 200, stored}},
+       absl::StatusCode::kOk,
+       false,
+       ""},
+      {"outdated: updated",
+       {{"GET", 200, outdated}, {"PUT", 200, stored}},
+       absl::StatusCode::kOk,
+       true,
+       ""},
+      {"created meanwhile: read again, up to date",
+       {{"GET", 404, Status(404, "NotFound")},
+        {"POST", 409, Status(409, "AlreadyExists")},
+        {"GET", 200, stored}},
+       absl::StatusCode::kOk,
+       false,
+       ""},
+      {"changed meanwhile: read again and updated",
+       {{"GET", 200, outdated},
+        {"PUT", 409, Status(409, "Conflict")},
+        {"GET", 200, outdated},
+        {"PUT", 200, stored}},
+       absl::StatusCode::kOk,
+       true,
+       ""},
+      {"conflicts: gives up after 3",
+       {{"GET", 200, outdated},
+        {"PUT", 409, Status(409, "Conflict")},
+        {"GET", 200, outdated},
+        {"PUT", 409, Status(409, "Conflict")},
+        {"GET", 200, outdated},
+        {"PUT", 409, Status(409, "Conflict")}},
+       absl::StatusCode::kAborted,
+       false,
+       "updating NodeFeature default/nvidia-features-for-n"},
+      {"forbidden: not retried",
+       {{"GET", 404, Status(404, "NotFound")},
+        {"POST", 403, Status(403, "Forbidden")}},
+       absl::StatusCode::kPermissionDenied,
+       false,
+       "creating NodeFeature default/nvidia-features-for-n"},
+      {"read refused",
+       {{"GET", 403, Status(403, "Forbidden")}},
+       absl::StatusCode::kPermissionDenied,
+       false,
+       "reading NodeFeature default/nvidia-features-for-n"},
+  };
+  for (const Case& c : cases) {
+    ScriptedServer server(c.script);
+    auto writer = server.Writer();
+    ASSERT_NE(writer, nullptr);
+    absl::StatusOr<bool> wrote = writer->Write(labels);
+    EXPECT_EQ(wrote.status().code(), c.code)
+        << c.name << ": " << wrote.status();
+    if (wrote.ok()) {
+      EXPECT_EQ(*wrote, c.wrote) << c.name;
+    } else {
+      EXPECT_THAT(wrote.status().message(), HasSubstr(c.error)) << c.name;
+    }
+    EXPECT_TRUE(server.done()) << c.name;
+    for (const json& body : server.bodies()) {
+      // Every write says what GFD owns; an update keeps what others set.
+      EXPECT_TRUE(NodeFeatureUpToDate(body, wanted)) << c.name << body;
+      if (body["metadata"].contains("resourceVersion")) {
+        EXPECT_EQ(body["metadata"]["annotations"]["kept"], "yes") << c.name;
+      }
+    }
+  }
 }
 
 }  // namespace
