@@ -118,6 +118,7 @@ std::string SerializeCheckpoint(const Checkpoint& c) {
         device["memoryLimit"] = d.memory_limit;
         device["shares"] = d.shares;
       }
+      if (d.admin_access) device["adminAccess"] = true;
       devices.push_back(std::move(device));
     }
     json sharing = json::object();
@@ -197,6 +198,9 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
                                                ": a device has an empty "
                                                "shareID"));
           }
+        }
+        if (d.contains("adminAccess")) {
+          device.admin_access = Get<bool>(d, "adminAccess");
         }
         p.devices.push_back(std::move(device));
       }

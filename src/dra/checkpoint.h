@@ -43,6 +43,8 @@ struct PreparedDevice {
   std::string share_id = "";
   uint64_t memory_limit = 0;
   uint64_t shares = 0;
+  // Given with adminAccess (which may overlap any other claim's use).
+  bool admin_access = false;
   bool operator==(const PreparedDevice&) const = default;
 };
 
@@ -64,7 +66,7 @@ struct Checkpoint {
 // The file's text: {"kind", "version", "bootID", "claims": [...],
 // "checksum"} with a checksum (FNV-1a, 64 bits) over the rest; version 2
 // when a device is a share (its "shareID", "memoryLimit", "shares"), else
-// version 1.
+// version 1; "adminAccess" only when true (older readers ignore it).
 std::string SerializeCheckpoint(const Checkpoint& checkpoint);
 
 // Reads a checkpoint's text; `path` names it in messages.

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -51,6 +52,37 @@ TEST(CheckpointTest, RoundTrip) {
   EXPECT_EQ(SerializeCheckpoint(Checkpoint{}),
             SerializeCheckpoint(
                 *ParseCheckpoint(SerializeCheckpoint(Checkpoint{}), "x")));
+}
+
+TEST(CheckpointTest, SharesAreVersion2AndVersion1StillReads) {
+  // Without shares: version 1, which older plugins read.
+  const std::string v1 = SerializeCheckpoint(Sample());
+  EXPECT_EQ(nlohmann::json::parse(v1)["version"], 1);
+  Checkpoint c = Sample();
+  PreparedDevice share{{"gpu"},
+                       "node-1",
+                       "gpu-1",
+                       {"k8s.gpu.nvidia.com/claim=u-3-gpu-1-share-s"}};
+  share.share_id = "s";
+  share.memory_limit = 4ull << 30;
+  share.shares = 2;
+  PreparedDevice admin{{"gpu"}, "node-1", "gpu-0", {"y"}};
+  admin.admin_access = true;
+  c.claims["u-3"] = {{"ns", "shared", "u-3"}, {share, admin}, {}};
+  const std::string v2 = SerializeCheckpoint(c);
+  EXPECT_EQ(nlohmann::json::parse(v2)["version"], 2);
+  absl::StatusOr<Checkpoint> back = ParseCheckpoint(v2, "cp.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, c);
+  // A share with an empty ID is damage.
+  nlohmann::json bad = nlohmann::json::parse(v2);
+  for (nlohmann::json& claim : bad["claims"]) {
+    if (claim["uid"] == "u-3") claim["devices"][0]["shareID"] = "";
+  }
+  EXPECT_THAT(ParseCheckpoint(RestampCheckpoint(bad.dump()), "cp.json")
+                  .status()
+                  .message(),
+              HasSubstr("cp.json: claim u-3: a device has an empty shareID"));
 }
 
 TEST(CheckpointTest, RestampMakesAnEditedCheckpointReadable) {

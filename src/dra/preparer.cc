@@ -103,6 +103,7 @@ std::string Preparer::WholeAndShared(const PreparedClaim& claim) const {
   std::map<std::string, Use> uses;
   auto add = [&](const PreparedClaim& c) -> std::string {
     for (const PreparedDevice& d : c.devices) {
+      if (d.admin_access) continue;  // may overlap any use, as upstream
       Use& u = uses[d.device];
       (d.share_id.empty() ? u.whole : u.shared) = &c;
       if (u.whole != nullptr && u.shared != nullptr) {
@@ -293,6 +294,7 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
         r->pool,
         r->device,
         {ClaimCdiId(options_.driver_name, ref.uid, r->device, r->share_id)}};
+    p.admin_access = r->admin_access;
     if (!r->share_id.empty()) {
       p.share_id = r->share_id;
       if (auto m = r->consumed_capacity.find("memory");

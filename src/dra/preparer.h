@@ -107,7 +107,8 @@ class Preparer {
   // the share ID) with the hard limit of the `memory` it consumed (none for
   // 0 or absent), answered with its share ID. A device is given either
   // whole or as shares, never both at once (a result of the other kind, in
-  // this claim or another prepared one, fails the claim, naming both). Nothing
+  // this claim or another prepared one, fails the claim, naming both;
+  // results with adminAccess are not counted). Nothing
   // is written once `caller` has gone (cancelled or past its deadline:
   // the kubelet never learns of it, so it would never unprepare it), nor
   // for a claim unprepared while it was read. A claim that fails gets its

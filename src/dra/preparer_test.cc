@@ -165,6 +165,18 @@ TEST_F(PreparerTest, SharesOfOneGpuAreCdiDevicesOfTheirOwnWithTheirLimits) {
   EXPECT_THAT(p->Prepare({{"ns", "x", "u-x"}})["u-x"].error,
               HasSubstr("device gpu-1 is given as share s-9 and also whole"));
   EXPECT_EQ(p->prepared(), 2u);
+  // adminAccess may overlap shares (recorded, and kept across a restart).
+  AllocatedDevice admin{"gpu", "gpu.nvidia.com", "node-1", "gpu-0"};
+  admin.admin_access = true;
+  reader_.claims["ns/admin"] = Allocated("admin", "u-admin", {admin});
+  EXPECT_EQ(p->Prepare({{"ns", "admin", "u-admin"}})["u-admin"].error, "");
+  p.reset();
+  p = Make("boot-2");
+  ASSERT_TRUE(p->Start().ok());
+  EXPECT_EQ(p->prepared(), 3u);
+  EXPECT_TRUE(p->Prepare({{"ns", "admin", "u-admin"}})["u-admin"]
+                  .devices.at(0)
+                  .admin_access);
 }
 
 TEST_F(PreparerTest, ASharesLimitNeedsAHookAndWholeMiB) {
