@@ -221,6 +221,23 @@ TEST_F(NodeFeatureLabelsTest, CreatesKeepsAndUpdatesTheObject) {
   EXPECT_EQ(Violations(), json::array());
 }
 
+TEST_F(NodeFeatureLabelsTest, BesideTheDaemon) {
+  StartApiServer();
+  std::vector<std::string> args = Args({});
+  args[0] = "--labels";  // the daemon, not the labels subcommand
+  StartAndList(args, "nvidia.com/gpu", "pcie-t4");
+  json o = WaitForObject([](const json& o) {
+    return Label(o, "nvidia.com/gpu.product") == "Tesla-T4";
+  });
+  ASSERT_FALSE(o.is_null()) << plugin_->Stderr();
+  EXPECT_EQ(o["metadata"]["ownerReferences"][0]["kind"], "Node");
+  EXPECT_FALSE(fs::exists(dir_ / "features.d" / "gfd"));
+  plugin_->Signal(SIGTERM);
+  ASSERT_EQ(plugin_->Wait(kTimeout), 0) << plugin_->Stderr();
+  EXPECT_TRUE(api_client_->Get(kObject).ok());
+  EXPECT_EQ(Violations(), json::array());
+}
+
 TEST_F(NodeFeatureLabelsTest, OneshotFailsClearly) {
   StartApiServer();
   // No --node-name.
