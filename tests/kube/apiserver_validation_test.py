@@ -383,6 +383,31 @@ class KubeVersionTest(unittest.TestCase):
       self.assertEqual(emu.client.request(
           "PUT", CLAIMS + "/v136/status", created)[0], 200, created)
       self.assertEqual(emu.violations(), [])
+      # A share's result: its shareID a lowercase UUID, its consumed
+      # capacity quantities by capacity name (allocation is immutable: a
+      # claim per case).
+      share = dict(_RESULT, shareID="10000000-0000-0000-0000-000000000000",
+                   consumedCapacity={"memory": "10Gi"})
+      for i, (bad, message) in enumerate((
+          ({}, None),
+          ({"shareID": "ABC"}, "results[0].shareID: Invalid value: \"ABC\""
+           ": must be a lowercase UUID in 8-4-4-4-12 format"),
+          ({"consumedCapacity": {"memory": "lots"}},
+           "consumedCapacity[memory]: Invalid value: \"lots\""),
+          ({"consumedCapacity": {"Bad Name": "1"}}, "consumedCapacity"),
+      )):
+        one = json.loads(json.dumps(c))
+        one["metadata"]["name"] = "share-%d" % i
+        code, got = emu.client.request("POST", CLAIMS, one)
+        self.assertEqual(code, 201, got)
+        got["status"] = _status([dict(share, **bad)])
+        code, body = emu.client.request(
+            "PUT", CLAIMS + "/share-%d/status" % i, got)
+        if message is None:
+          self.assertEqual(code, 200, body)
+        else:
+          self.assertEqual(code, 422, body)
+          self.assertIn(message, body["message"])
     with Emulator() as emu:
       # 1.35 drops consumable capacity (its gate is off), and knows none of
       # the binding fields of the older document.

@@ -19,6 +19,7 @@ list of kube_fields.FieldError. Safe from any thread.
 """
 
 import json
+import re
 
 import kube_fields as kf
 import kube_meta
@@ -197,6 +198,7 @@ class ClaimRules:
                           index=False)
       self._check_tolerations(errs, "%s[%d].tolerations" % (rpath, i),
                               as_list(result.get("tolerations")))
+      _check_share(errs, "%s[%d]" % (rpath, i), result)
     _check_configs(errs, path + ".devices.config",
                    as_list(devices.get("config")), names)
     if isinstance(allocation.get("nodeSelector"), dict):
@@ -218,6 +220,24 @@ class ClaimRules:
       kf.invalid(errs, "spec.extendedResourceName", name,
                  "must be a valid extended resource name")
     return errs
+
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-"
+                   r"[0-9a-f]{12}$")
+
+
+def _check_share(errs, path, result):
+  """1.36: a result's shareID (a lowercase UUID) and consumedCapacity
+  (capacity names to quantities)."""
+  share = result.get("shareID")
+  if isinstance(share, str) and not _UUID.match(share):
+    kf.invalid(errs, path + ".shareID", share,
+               "must be a lowercase UUID in 8-4-4-4-12 format")
+  for name, value in as_dict(result.get("consumedCapacity")).items():
+    kf.check_qualified_name(errs, path + ".consumedCapacity", name)
+    if not kf.is_quantity(value):
+      kf.invalid(errs, "%s.consumedCapacity[%s]" % (path, name), value,
+                 "must be a quantity")
 
 
 def _check_configs(errs, path, configs, names):
