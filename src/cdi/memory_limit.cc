@@ -101,10 +101,8 @@ absl::StatusOr<uint64_t> LimitMiB(uint64_t limit_bytes) {
   return limit_bytes / kMiB;
 }
 
-std::string GpuLimitEnvName(const std::string& gpu_uuid) {
-  std::string name = kGpuLimitEnvPrefix;
-  for (char c : gpu_uuid) name.push_back(c == '-' ? '_' : c);
-  return name;
+std::string ReplicaShareKey(const std::string& gpu_uuid, int replica) {
+  return absl::StrCat(gpu_uuid, ".replica-", replica);
 }
 
 absl::Status AddShareLimit(const MemoryLimitHook& hook,
@@ -129,15 +127,18 @@ absl::Status AddEnvLimitHook(const MemoryLimitHook& hook,
                              const std::string& gpu_uuid, CdiDevice* device) {
   if (absl::Status s = CheckHook(hook); !s.ok()) return s;
   if (absl::Status s = CheckUuid(gpu_uuid); !s.ok()) return s;
+  if (hook.kind != MemoryLimitHook::Kind::kNvidia) {
+    return absl::InvalidArgumentError(
+        "gdp-cdi-hook takes device-plugin limits as shares (--share), not "
+        "from the container's env");
+  }
   device->hooks.push_back(HookEntry(hook, {"--gpu-id", gpu_uuid}));
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> AllocateLimitEnv(
-    const MemoryLimitHook& hook,
+absl::StatusOr<std::vector<std::string>> NvidiaAllocateLimitEnv(
     const std::map<std::string, uint64_t>& limit_bytes_by_uuid) {
-  std::vector<std::string> env;
-  std::set<uint64_t> nvidia_limits;
+  std::set<uint64_t> limits;
   for (const auto& entry : limit_bytes_by_uuid) {
     if (absl::Status s = CheckUuid(entry.first); !s.ok()) return s;
     absl::StatusOr<uint64_t> mib = LimitMiB(entry.second);
@@ -145,22 +146,16 @@ absl::StatusOr<std::vector<std::string>> AllocateLimitEnv(
       return absl::InvalidArgumentError(
           absl::StrCat("GPU ", entry.first, ": ", mib.status().message()));
     }
-    if (hook.kind == MemoryLimitHook::Kind::kOurs) {
-      env.push_back(absl::StrCat(GpuLimitEnvName(entry.first), "=", *mib));
-    } else {
-      nvidia_limits.insert(*mib);
-    }
+    limits.insert(*mib);
   }
-  if (hook.kind == MemoryLimitHook::Kind::kOurs || nvidia_limits.empty()) {
-    return env;
-  }
-  if (nvidia_limits.size() > 1) {
+  if (limits.empty()) return std::vector<std::string>{};
+  if (limits.size() > 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the container's GPUs have ", nvidia_limits.size(),
+        "the container's GPUs have ", limits.size(),
         " different memory limits; NVIDIA's hook (", kNvidiaLimitEnv,
         ") applies one limit to all of them: use --memory-limit-hook=gdp"));
   }
-  return NvidiaEnv(*nvidia_limits.begin());
+  return NvidiaEnv(*limits.begin());
 }
 
 absl::Status CheckContainerShares(const MemoryLimitHook& hook,

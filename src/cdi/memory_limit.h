@@ -14,17 +14,20 @@
 //  (also accepted under NVIDIA's name, apply-cuda-memory-limits, with
 //  NVIDIA's flags: it is a drop-in for nvidia-cdi-hook's subcommand)
 //
-//  - `--share key,uuid,MiB` (DRA: one CDI device per share, each with one
-//    such hook entry): share `key` limits GPU `uuid` to MiB. The hook reads
-//    every gdp-cdi-hook entry of the container's config.json, so the shares
-//    of one GPU in one container add up, and shares of different GPUs keep
-//    their own limits. The limit is in the CDI spec, which the pod cannot
-//    change.
-//  - `--gpu-id uuid` (the device plugin's shared GPU device, and NVIDIA's
-//    convention): GPU `uuid` takes its limit from the container's env:
-//    GDP_GPU_MEMORY_LIMIT_<uuid, '-' as '_'>=<MiB> (AllocateLimitEnv) when
-//    set, else NVIDIA's NVIDIA_GPU_MEMORY_LIMIT=<MiB> (one value for every
-//    GPU of the hook entry, as nvidia-cdi-hook).
+//  - `--share key,uuid,MiB`: share `key` limits GPU `uuid` to MiB. DRA
+//    makes one CDI device per share, the device plugin one per replica of
+//    a GPU with a memoryPerReplica (ReplicaShareKey), each with one such
+//    hook entry. The hook reads every gdp-cdi-hook entry of the
+//    container's config.json, so the shares of one GPU in one container
+//    add up (a key given twice counts once), and shares of different GPUs
+//    keep their own limits. The limit is in the CDI spec, which the pod
+//    cannot change.
+//  - `--gpu-id uuid` (NVIDIA's convention, which our hook accepts as a
+//    drop-in): GPU `uuid` takes its limit from the container's env,
+//    NVIDIA_GPU_MEMORY_LIMIT=<MiB> (one value for every GPU of the hook
+//    entry, as nvidia-cdi-hook). The pod's own env comes after the
+//    device plugin's and wins, so a pod can raise such a limit: we emit
+//    it only for Kind::kNvidia.
 //  - No limit asked: the hook does nothing and exits 0. A limit asked and
 //    not applied (driver before R615, NVML error, MIG device, no cgroup v2,
 //    cgroup not found): non-zero exit with one line on stderr, so the
@@ -68,8 +71,6 @@ inline constexpr char kNvidiaHookCommand[] = "apply-cuda-memory-limits";
 // NVIDIA's env contract, whole MiB.
 inline constexpr char kNvidiaLimitEnv[] = "NVIDIA_GPU_MEMORY_LIMIT";
 inline constexpr char kNvidiaRequestEnv[] = "NVIDIA_GPU_MEMORY_REQUEST";
-// Our per-GPU env: this + the GPU's UUID with '-' as '_'.
-inline constexpr char kGpuLimitEnvPrefix[] = "GDP_GPU_MEMORY_LIMIT_";
 // Bytes in a MiB: limits travel as whole MiB.
 inline constexpr uint64_t kMiB = uint64_t{1} << 20;
 
@@ -85,10 +86,10 @@ struct MemoryLimitHook {
 // 1 MiB (naming the value).
 absl::StatusOr<uint64_t> LimitMiB(uint64_t limit_bytes);
 
-// The env variable that carries GPU `gpu_uuid`'s limit for our hook:
-// "GDP_GPU_MEMORY_LIMIT_GPU_8d3f..." (kGpuLimitEnvPrefix + the UUID, '-'
-// as '_'). Injective for UUIDs, which have no '_'.
-std::string GpuLimitEnvName(const std::string& gpu_uuid);
+// The share key of device-plugin replica `replica` of GPU `gpu_uuid`:
+// "<gpu_uuid>.replica-<replica>" (e.g. "GPU-8d3f...-4e1c.replica-3").
+// Distinct per replica on the node, and from DRA's keys (claim UIDs).
+std::string ReplicaShareKey(const std::string& gpu_uuid, int replica);
 
 // Edits that make the runtime apply one DRA share's hard limit on
 // `gpu_uuid` to the container (env and/or hook args), added to *device.
@@ -107,25 +108,25 @@ absl::Status AddShareLimit(const MemoryLimitHook& hook,
                            const std::string& gpu_uuid, uint64_t limit_bytes,
                            const std::string& share_key, CdiDevice* device);
 
-// The hook entry for a device-plugin GPU device (shared by every container
-// given that GPU), reading the limit from the container's env:
-// `--driver-root <root> --gpu-id <gpu_uuid>` for either kind (NVIDIA's
-// convention). A container given the GPU without a limit in its env runs
-// the hook, which does nothing.
-// Result on failure: InvalidArgument as AddShareLimit (UUID, path, root);
-// *device is then unchanged.
+// NVIDIA's hook entry for a device-plugin GPU device (shared by every
+// container given that GPU), reading the limit from the container's env:
+// `nvidia-cdi-hook apply-cuda-memory-limits --driver-root <root> --gpu-id
+// <gpu_uuid>` (NVIDIA's convention). A container given the GPU without a
+// limit in its env runs the hook, which does nothing.
+// Result on failure: InvalidArgument as AddShareLimit (UUID, path, root),
+// or for a hook of Kind::kOurs (whose device-plugin limits are shares:
+// AddShareLimit with ReplicaShareKey); *device is then unchanged.
 absl::Status AddEnvLimitHook(const MemoryLimitHook& hook,
                              const std::string& gpu_uuid, CdiDevice* device);
 
-// The env entries ("K=V") an Allocate response carries for per-GPU limits
-// (bytes by GPU UUID; the GPUs' devices carry AddEnvLimitHook). kOurs: one
-// GpuLimitEnvName(uuid)=<MiB> per GPU. kNvidia: NVIDIA_GPU_MEMORY_LIMIT=
-// <MiB> and NVIDIA_GPU_MEMORY_REQUEST=0. An empty map: no entries.
+// The env entries ("K=V") an Allocate response carries for NVIDIA's hook
+// (bytes by GPU UUID; the GPUs' devices carry AddEnvLimitHook):
+// NVIDIA_GPU_MEMORY_LIMIT=<MiB> and NVIDIA_GPU_MEMORY_REQUEST=0. An empty
+// map: no entries. The pod can override them (its env comes later).
 // Result on failure: InvalidArgument for a limit that is 0 or not whole
-// MiB, or an invalid UUID; with kNvidia, for GPUs with different limits
-// (NVIDIA's contract has one limit for all of a container's GPUs).
-absl::StatusOr<std::vector<std::string>> AllocateLimitEnv(
-    const MemoryLimitHook& hook,
+// MiB, an invalid UUID, or GPUs with different limits (NVIDIA's contract
+// has one limit for all of a container's GPUs).
+absl::StatusOr<std::vector<std::string>> NvidiaAllocateLimitEnv(
     const std::map<std::string, uint64_t>& limit_bytes_by_uuid);
 
 // One share's limit, for CheckContainerShares.

@@ -41,9 +41,17 @@ TEST(LimitMiBTest, WholeMiBOnly) {
   }
 }
 
-TEST(GpuLimitEnvNameTest, DashesBecomeUnderscores) {
-  EXPECT_EQ(GpuLimitEnvName(kGpu0),
-            "GDP_GPU_MEMORY_LIMIT_GPU_8f6e3c1a_0000_1111_2222_333344445555");
+TEST(ReplicaShareKeyTest, ValidKeyPerReplica) {
+  EXPECT_EQ(ReplicaShareKey(kGpu0, 3),
+            "GPU-8f6e3c1a-0000-1111-2222-333344445555.replica-3");
+  EXPECT_NE(ReplicaShareKey(kGpu0, 1), ReplicaShareKey(kGpu0, 11));
+  EXPECT_NE(ReplicaShareKey(kGpu0, 1), ReplicaShareKey(kGpu1, 1));
+  // AddShareLimit takes it as a key.
+  CdiDevice d;
+  ASSERT_TRUE(
+      AddShareLimit(Ours(), kGpu0, kGiB, ReplicaShareKey(kGpu0, 127), &d).ok());
+  EXPECT_EQ(d.hooks[0].args.back(),
+            std::string(kGpu0) + ".replica-127," + kGpu0 + ",1024");
 }
 
 TEST(AddShareLimitTest, OursPutsTheShareInTheHookArgs) {
@@ -128,54 +136,48 @@ TEST(AddShareLimitTest, RefusesBadInputLeavingTheDevice) {
   }
 }
 
-TEST(AddEnvLimitHookTest, GpuIdForBothKinds) {
-  for (const MemoryLimitHook& hook : {Ours(), Nvidia()}) {
-    CdiDevice d;
-    ASSERT_TRUE(AddEnvLimitHook(hook, kGpu0, &d).ok());
-    ASSERT_EQ(d.hooks.size(), 1u);
-    EXPECT_EQ(d.hooks[0].path, hook.path);
-    ASSERT_EQ(d.hooks[0].args.size(), 6u);
-    EXPECT_EQ(d.hooks[0].args[2], "--driver-root");
-    EXPECT_EQ(d.hooks[0].args[3], hook.driver_root);
-    EXPECT_EQ(d.hooks[0].args[4], "--gpu-id");
-    EXPECT_EQ(d.hooks[0].args[5], kGpu0);
-    EXPECT_TRUE(d.env.empty());
-  }
+TEST(AddEnvLimitHookTest, GpuIdForNvidiaOnly) {
   CdiDevice d;
-  EXPECT_EQ(AddEnvLimitHook(Ours(), "MIG-1", &d).code(),
+  ASSERT_TRUE(AddEnvLimitHook(Nvidia(), kGpu0, &d).ok());
+  ASSERT_EQ(d.hooks.size(), 1u);
+  EXPECT_EQ(d.hooks[0].path, "/usr/bin/nvidia-cdi-hook");
+  EXPECT_THAT(
+      d.hooks[0].args,
+      ElementsAre("nvidia-cdi-hook", "apply-cuda-memory-limits",
+                  "--driver-root", "/run/nvidia/driver", "--gpu-id", kGpu0));
+  EXPECT_TRUE(d.env.empty());
+  // Ours takes the device plugin's limits as shares, never from the env.
+  CdiDevice ours;
+  absl::Status s = AddEnvLimitHook(Ours(), kGpu0, &ours);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("--share"));
+  EXPECT_TRUE(ours.hooks.empty());
+  CdiDevice mig;
+  EXPECT_EQ(AddEnvLimitHook(Nvidia(), "MIG-1", &mig).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(d.hooks.empty());
+  EXPECT_TRUE(mig.hooks.empty());
 }
 
-TEST(AllocateLimitEnvTest, OursPerGpu) {
+TEST(NvidiaAllocateLimitEnvTest, OneLimitForAll) {
   absl::StatusOr<std::vector<std::string>> env =
-      AllocateLimitEnv(Ours(), {{kGpu0, 10 * kGiB}, {kGpu1, 30 * kGiB}});
-  ASSERT_TRUE(env.ok()) << env.status();
-  EXPECT_THAT(*env, ElementsAre(GpuLimitEnvName(kGpu1) + "=30720",
-                                GpuLimitEnvName(kGpu0) + "=10240"));
-  EXPECT_TRUE(AllocateLimitEnv(Ours(), {})->empty());
-  EXPECT_TRUE(AllocateLimitEnv(Nvidia(), {})->empty());
-}
-
-TEST(AllocateLimitEnvTest, NvidiaOneLimitForAll) {
-  absl::StatusOr<std::vector<std::string>> env =
-      AllocateLimitEnv(Nvidia(), {{kGpu0, 10 * kGiB}, {kGpu1, 10 * kGiB}});
+      NvidiaAllocateLimitEnv({{kGpu0, 10 * kGiB}, {kGpu1, 10 * kGiB}});
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_THAT(*env, ElementsAre("NVIDIA_GPU_MEMORY_LIMIT=10240",
                                 "NVIDIA_GPU_MEMORY_REQUEST=0"));
+  EXPECT_TRUE(NvidiaAllocateLimitEnv({})->empty());
   absl::StatusOr<std::vector<std::string>> two =
-      AllocateLimitEnv(Nvidia(), {{kGpu0, 10 * kGiB}, {kGpu1, 30 * kGiB}});
+      NvidiaAllocateLimitEnv({{kGpu0, 10 * kGiB}, {kGpu1, 30 * kGiB}});
   EXPECT_EQ(two.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(two.status().message(), HasSubstr("2 different memory limits"));
 }
 
-TEST(AllocateLimitEnvTest, RefusesBadLimits) {
+TEST(NvidiaAllocateLimitEnvTest, RefusesBadLimits) {
   absl::StatusOr<std::vector<std::string>> env =
-      AllocateLimitEnv(Ours(), {{kGpu0, kGiB + 1}});
+      NvidiaAllocateLimitEnv({{kGpu0, kGiB + 1}});
   EXPECT_EQ(env.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(env.status().message(), HasSubstr(kGpu0));
-  EXPECT_FALSE(AllocateLimitEnv(Ours(), {{kGpu0, 0}}).ok());
-  EXPECT_FALSE(AllocateLimitEnv(Ours(), {{"GPU 0", kGiB}}).ok());
+  EXPECT_FALSE(NvidiaAllocateLimitEnv({{kGpu0, 0}}).ok());
+  EXPECT_FALSE(NvidiaAllocateLimitEnv({{"GPU 0", kGiB}}).ok());
 }
 
 TEST(CheckContainerSharesTest, NvidiaCannotAddUpOrMix) {

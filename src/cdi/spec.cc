@@ -45,14 +45,30 @@ absl::StatusOr<json> BuildSpec(const CdiSpecOptions& options,
                                const DriverFiles& files,
                                const std::vector<std::string>& control_nodes,
                                const std::vector<Device>& devices,
-                               const DeviceEdit& edit) {
+                               const DeviceEdit& edit,
+                               const ReplicaEdit& replica_edit) {
   if (devices.empty()) {
     return absl::InvalidArgumentError("no devices to put in the CDI spec");
   }
   std::vector<CdiDevice> units;
+  std::vector<CdiDevice> replicas;
   // visible_id -> the first device with it
   absl::flat_hash_map<std::string, const Device*> seen;
   for (const Device& d : devices) {
+    if (replica_edit && d.replica >= 0) {
+      CdiDevice replica;
+      replica.name = d.id;
+      replica.device_nodes = d.device_nodes;
+      absl::StatusOr<bool> own = replica_edit(d, &replica);
+      if (!own.ok()) return own.status();
+      if (*own) {
+        if (absl::Status s = ValidateDeviceName(d.id); !s.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "replica '", d.id, "' cannot be named in CDI: ", s.message()));
+        }
+        replicas.push_back(std::move(replica));
+      }
+    }
     auto [it, added] = seen.emplace(d.visible_id, &d);
     if (!added) {
       if (it->second->device_nodes != d.device_nodes) {
@@ -76,6 +92,7 @@ absl::StatusOr<json> BuildSpec(const CdiSpecOptions& options,
     }
     units.push_back(std::move(unit));
   }
+  for (CdiDevice& r : replicas) units.push_back(std::move(r));
   return BuildDeviceSpec(options, files, control_nodes, units);
 }
 
@@ -170,7 +187,8 @@ absl::StatusOr<json> BuildDeviceSpec(
 
 absl::StatusOr<json> GenerateSpec(const CdiSpecOptions& options,
                                   const std::vector<Device>& devices,
-                                  const DeviceEdit& edit) {
+                                  const DeviceEdit& edit,
+                                  const ReplicaEdit& replica_edit) {
   const std::string& lookup = options.lookup_root.empty()
                                   ? options.host_driver_root
                                   : options.lookup_root;
@@ -190,8 +208,8 @@ absl::StatusOr<json> GenerateSpec(const CdiSpecOptions& options,
   const std::string& dev_lookup = options.dev_lookup_root.empty()
                                       ? options.dev_root
                                       : options.dev_lookup_root;
-  return BuildSpec(options, *files, FindControlNodes(dev_lookup), devices,
-                   edit);
+  return BuildSpec(options, *files, FindControlNodes(dev_lookup), devices, edit,
+                   replica_edit);
 }
 
 }  // namespace gdp::cdi

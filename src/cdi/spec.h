@@ -63,6 +63,10 @@ struct CdiSpecOptions {
 struct CdiDevice;
 // Adds to the CDI device made for a unit (see BuildSpec).
 using DeviceEdit = std::function<absl::Status(const Device&, CdiDevice*)>;
+// For one replica (Device.replica >= 0): whether it gets a CDI device of
+// its own (see BuildSpec), adding to it when it does.
+using ReplicaEdit =
+    std::function<absl::StatusOr<bool>(const Device&, CdiDevice*)>;
 
 // Builds the spec from what was found, touching no files. `devices` are the
 // advertised devices of all resources together; devices sharing a
@@ -74,13 +78,21 @@ using DeviceEdit = std::function<absl::Status(const Device&, CdiDevice*)>;
 // names the device); also when the result would fail ValidateSpec for
 // another reason, e.g. a relative control node path (the message is
 // ValidateSpec's). A result is always valid.
-// `edit`, when set, is called once per CDI device made, with the first
+// `edit`, when set, is called once per unit's CDI device, with the first
 // device of its unit, to add to it (e.g. a hook entry); its failure is
 // BuildSpec's.
+// `replica_edit`, when set, is called for every replica (replica >= 0) with
+// a CDI device named by the replica's ID ("<visible_id>::<k>", NVIDIA's
+// replica ID form; ':' is valid in CDI names) holding its unit's nodes;
+// when it returns true that device is added after all the units' devices,
+// in the order of `devices` (e.g. one per replica carrying its memory
+// share); false adds nothing. Its failure is BuildSpec's, as is a replica
+// ID that is not a valid CDI device name.
 absl::StatusOr<nlohmann::json> BuildSpec(
     const CdiSpecOptions& options, const DriverFiles& files,
     const std::vector<std::string>& control_nodes,
-    const std::vector<Device>& devices, const DeviceEdit& edit = {});
+    const std::vector<Device>& devices, const DeviceEdit& edit = {},
+    const ReplicaEdit& replica_edit = {});
 
 // One device of a spec and what it adds to a container besides the spec's
 // shared edits.
@@ -122,9 +134,9 @@ absl::StatusOr<nlohmann::json> BuildDeviceSpec(
 // FindDriverFiles(lookup_root, driver_version) and FindControlNodes(
 // dev_lookup_root), then BuildSpec. Logs the driver files not found.
 // Result on failure: as FindDriverFiles and BuildSpec.
-absl::StatusOr<nlohmann::json> GenerateSpec(const CdiSpecOptions& options,
-                                            const std::vector<Device>& devices,
-                                            const DeviceEdit& edit = {});
+absl::StatusOr<nlohmann::json> GenerateSpec(
+    const CdiSpecOptions& options, const std::vector<Device>& devices,
+    const DeviceEdit& edit = {}, const ReplicaEdit& replica_edit = {});
 
 }  // namespace gdp::cdi
 

@@ -172,6 +172,65 @@ TEST(BuildSpecTest, ReplicasBecomeOneDevicePerUnit) {
   EXPECT_EQ(spec["devices"][1]["name"], kUuid1);
 }
 
+TEST(BuildSpecTest, ReplicaEditAddsOneDevicePerReplicaItKeeps) {
+  // Replicas 0..2 of GPU 0 get devices of their own (a share each); GPU 1's
+  // replicas do not; the units keep theirs.
+  std::vector<Device> devices;
+  for (const char* unit : {kUuid0, kUuid1}) {
+    for (int k = 0; k < 3; ++k) {
+      std::string node = unit == kUuid0 ? "/dev/nvidia0" : "/dev/nvidia1";
+      Device d =
+          Unit(std::string(unit) + "::" + std::to_string(k), {node}, unit);
+      d.replica = k;
+      d.gpu_uuid = unit;
+      devices.push_back(d);
+    }
+  }
+  std::vector<std::string> asked;
+  ReplicaEdit edit = [&](const Device& d,
+                         CdiDevice* replica) -> absl::StatusOr<bool> {
+    asked.push_back(d.id);
+    if (d.gpu_uuid != kUuid0) return false;
+    replica->env.push_back("SHARE=" + std::to_string(d.replica));
+    return true;
+  };
+  absl::StatusOr<json> spec = BuildSpec(CdiSpecOptions{}, DriverFiles{},
+                                        {"/dev/nvidiactl"}, devices, {}, edit);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(ValidateSpec(*spec).ok());
+  EXPECT_EQ(asked.size(), 6u);
+  const json& got = (*spec)["devices"];
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_EQ(got[0]["name"], kUuid0);
+  EXPECT_EQ(got[1]["name"], kUuid1);
+  EXPECT_FALSE(got[0]["containerEdits"].contains("env"));
+  for (int k = 0; k < 3; ++k) {
+    const json& r = got[2 + k];
+    EXPECT_EQ(r["name"], std::string(kUuid0) + "::" + std::to_string(k));
+    EXPECT_EQ(r["containerEdits"]["deviceNodes"],
+              json::parse(R"([{"path": "/dev/nvidia0"}])"));
+    EXPECT_EQ(r["containerEdits"]["env"], json({"SHARE=" + std::to_string(k)}));
+  }
+
+  // Its failure is BuildSpec's; so is a replica ID CDI cannot name.
+  ReplicaEdit fails = [](const Device&, CdiDevice*) -> absl::StatusOr<bool> {
+    return absl::InvalidArgumentError("no share");
+  };
+  EXPECT_EQ(BuildSpec(CdiSpecOptions{}, DriverFiles{}, {}, devices, {}, fails)
+                .status()
+                .message(),
+            "no share");
+  Device bad = Unit("0 ::1", {"/dev/nvidia0"}, "0");
+  bad.replica = 1;
+  ReplicaEdit keep = [](const Device&, CdiDevice*) -> absl::StatusOr<bool> {
+    return true;
+  };
+  absl::StatusOr<json> s =
+      BuildSpec(CdiSpecOptions{}, DriverFiles{}, {}, {bad}, {}, keep);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.status().message(), HasSubstr("replica '0 ::1'"));
+}
+
 TEST(BuildSpecTest, DevRootGivesHostPaths) {
   json spec =
       Build({Unit("0:1", {"/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap21"})},

@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -61,13 +62,14 @@ cdi::CdiSpecOptions CdiOptions(const Config& c) {
 }
 
 // Writes the CDI spec for `devices` (all resources together) into
-// config.cdi_spec_dir, or removes it when there are none. The GPUs in
-// `limited_gpus` (UUIDs: replicated GPUs of resources with a
-// memoryPerReplica) carry the memory-limit hook, which reads the limit
-// Allocate puts in the container's env.
+// config.cdi_spec_dir, or removes it when there are none. Replicas of
+// resources with a memoryPerReplica (`share_bytes` by GPU UUID): with our
+// hook each replica gets a CDI device of its own carrying its share
+// (--share, which the pod cannot change); with NVIDIA's the GPU's device
+// carries NVIDIA's hook, which reads the limit Allocate puts in the env.
 absl::Status WriteCdiSpec(
     const Config& c, const NodeGpus& node, const std::vector<Device>& devices,
-    const absl::flat_hash_set<std::string>& limited_gpus) {
+    const absl::flat_hash_map<std::string, uint64_t>& share_bytes) {
   if (devices.empty()) return cdi::RemoveSpec(c.cdi_spec_dir);
   cdi::CdiSpecOptions o = CdiOptions(c);
   o.driver_version = node.driver_version;
@@ -77,13 +79,27 @@ absl::Status WriteCdiSpec(
                   : cdi::MemoryLimitHook::Kind::kOurs;
   hook.path = c.memory_limit_hook_path;
   hook.driver_root = c.driver_root;
+  const bool ours = hook.kind == cdi::MemoryLimitHook::Kind::kOurs;
   auto edit = [&](const Device& d, cdi::CdiDevice* unit) {
-    if (d.replica < 0 || !limited_gpus.contains(d.gpu_uuid)) {
+    if (ours || d.replica < 0 || !share_bytes.contains(d.gpu_uuid)) {
       return absl::OkStatus();
     }
     return cdi::AddEnvLimitHook(hook, d.gpu_uuid, unit);
   };
-  absl::StatusOr<nlohmann::json> spec = cdi::GenerateSpec(o, devices, edit);
+  auto replica_edit = [&](const Device& d,
+                          cdi::CdiDevice* replica) -> absl::StatusOr<bool> {
+    auto it = share_bytes.find(d.gpu_uuid);
+    if (!ours || it == share_bytes.end()) return false;
+    if (absl::Status s = cdi::AddShareLimit(
+            hook, d.gpu_uuid, it->second,
+            cdi::ReplicaShareKey(d.gpu_uuid, d.replica), replica);
+        !s.ok()) {
+      return s;
+    }
+    return true;
+  };
+  absl::StatusOr<nlohmann::json> spec =
+      cdi::GenerateSpec(o, devices, edit, replica_edit);
   if (!spec.ok()) return spec.status();
   if (absl::Status s = cdi::WriteSpec(c.cdi_spec_dir, *spec); !s.ok()) {
     return s;
@@ -333,15 +349,23 @@ absl::Status Daemon::Apply(const Config& c, const NodeGpus& node) {
   }
   if (UsesCdi(c)) {
     std::vector<Device> all;
-    absl::flat_hash_set<std::string> limited_gpus;
+    absl::flat_hash_map<std::string, uint64_t> share_bytes;
     for (const Resource& r : *resources) {
       all.insert(all.end(), r.devices.begin(), r.devices.end());
       if (r.memory_per_replica == 0) continue;
       for (const Device& d : r.devices) {
-        if (d.replica >= 0) limited_gpus.insert(d.gpu_uuid);
+        if (d.replica >= 0) share_bytes[d.gpu_uuid] = r.memory_per_replica;
       }
     }
-    if (absl::Status s = WriteCdiSpec(c, node, all, limited_gpus); !s.ok()) {
+    if (!share_bytes.empty() &&
+        c.memory_limit_hook == MemoryLimitHookKind::kNvidia) {
+      LOG_WARN(
+          "memoryPerReplica with NVIDIA's memory-limit hook: the limit "
+          "travels in the container's env (NVIDIA_GPU_MEMORY_LIMIT), which "
+          "a pod can override to raise its own limit; use "
+          "--memory-limit-hook=gdp to carry it in the CDI spec");
+    }
+    if (absl::Status s = WriteCdiSpec(c, node, all, share_bytes); !s.ok()) {
       return s;
     }
   }

@@ -47,13 +47,9 @@ std::optional<std::string> FindEnv(const std::vector<std::string>& env,
   return std::nullopt;
 }
 
-// The limit GPU `uuid` of a --gpu-id takes from `env`, in MiB; 0: none.
-absl::StatusOr<uint64_t> EnvLimitMiB(const std::vector<std::string>& env,
-                                     const std::string& uuid) {
-  std::string ours = cdi::GpuLimitEnvName(uuid);
-  if (std::optional<std::string> v = FindEnv(env, ours)) {
-    return ParseMiB(ours, *v);
-  }
+// The limit a --gpu-id GPU takes from `env` (NVIDIA's contract: one for
+// every such GPU), in MiB; 0: none.
+absl::StatusOr<uint64_t> EnvLimitMiB(const std::vector<std::string>& env) {
   std::optional<uint64_t> limit, request;
   if (std::optional<std::string> v = FindEnv(env, cdi::kNvidiaLimitEnv)) {
     absl::StatusOr<uint64_t> mib = ParseMiB(cdi::kNvidiaLimitEnv, *v);
@@ -269,7 +265,7 @@ absl::StatusOr<LimitPlan> PlanLimits(const std::vector<std::string>& own_args,
       }
     }
     for (const std::string& uuid : env_gpus) {
-      absl::StatusOr<uint64_t> mib = EnvLimitMiB(env, uuid);
+      absl::StatusOr<uint64_t> mib = EnvLimitMiB(env);
       if (!mib.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "GPU ", uuid, ": container env: ", mib.status().message()));

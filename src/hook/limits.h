@@ -70,10 +70,10 @@ struct LimitPlan {
 // the hook entry `own_args`. Every gdp-cdi-hook entry of
 // hooks.createRuntime counts (args[0] named gdp-cdi-hook, args[1] one of
 // its subcommands), plus own_args: shares add up per GPU (a key given
-// twice counts once); each --gpu-id GPU takes
-// GDP_GPU_MEMORY_LIMIT_<uuid>=<MiB> from process.env, else NVIDIA's
-// NVIDIA_GPU_MEMORY_LIMIT (with NVIDIA_GPU_MEMORY_REQUEST, if given, not
-// above it); the first occurrence of a variable counts, as getenv.
+// twice counts once); each --gpu-id GPU takes NVIDIA's
+// NVIDIA_GPU_MEMORY_LIMIT=<MiB> from process.env (with
+// NVIDIA_GPU_MEMORY_REQUEST, if given, not above it); the first
+// occurrence of a variable counts, as getenv.
 // Result on failure: InvalidArgument naming what is wrong: an entry's
 // args that do not parse, a share key given with two different values,
 // a limit variable that is not a whole number of MiB from 1 to 2^44-1,

@@ -17,8 +17,8 @@ constexpr char kGpu0[] = "GPU-8f6e3c1a-0000-1111-2222-333344445555";
 constexpr char kGpu1[] = "GPU-11111111-2222-3333-4444-555555555555";
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
-std::vector<std::string> ShareArgs(const std::string& key, const std::string& gpu,
-                               int mib) {
+std::vector<std::string> ShareArgs(const std::string& key,
+                                   const std::string& gpu, int mib) {
   return {"gdp-cdi-hook",  "apply-memory-limits",
           "--driver-root", "/",
           "--share",       key + "," + gpu + "," + std::to_string(mib)};
@@ -157,9 +157,10 @@ TEST(PlanLimitsTest, EnvLimits) {
     std::map<std::string, uint64_t> want;
   } cases[] = {
       {"none", {"PATH=/bin"}, {}},
-      {"ours per GPU",
-       {cdi::GpuLimitEnvName(kGpu0) + "=2048", "NVIDIA_GPU_MEMORY_LIMIT=1"},
-       {{kGpu0, 2048 * kMiB}, {kGpu1, 1 * kMiB}}},
+      {"no per-GPU env of ours any more",
+       {"GDP_GPU_MEMORY_LIMIT_GPU_8f6e3c1a_0000_1111_2222_333344445555=2048",
+        "NVIDIA_GPU_MEMORY_LIMIT=1"},
+       {{kGpu0, 1 * kMiB}, {kGpu1, 1 * kMiB}}},
       {"NVIDIA's limit on each GPU",
        {"NVIDIA_GPU_MEMORY_LIMIT=4096"},
        {{kGpu0, 4096 * kMiB}, {kGpu1, 4096 * kMiB}}},
@@ -196,8 +197,6 @@ TEST(PlanLimitsTest, RefusesWhatCannotBeApplied) {
        EnvGpu(kGpu0), "NVIDIA_GPU_MEMORY_LIMIT '10Gi' is not a whole number"},
       {"limit zero", Config({}, {"NVIDIA_GPU_MEMORY_LIMIT=0"}), EnvGpu(kGpu0),
        "'0'"},
-      {"ours not a number", Config({}, {cdi::GpuLimitEnvName(kGpu0) + "=x"}),
-       EnvGpu(kGpu0), "GDP_GPU_MEMORY_LIMIT_GPU_8f6e3c1a"},
       {"share and env on one GPU",
        Config({ShareArgs("k", kGpu0, 10)}, {"NVIDIA_GPU_MEMORY_LIMIT=100"}),
        EnvGpu(kGpu0), "both from shares"},
@@ -208,7 +207,8 @@ TEST(PlanLimitsTest, RefusesWhatCannotBeApplied) {
        Config({{"gdp-cdi-hook", "apply-memory-limits", "--share", "x"}}),
        ShareArgs("k", kGpu0, 10), "a gdp-cdi-hook entry in config.json"},
       {"overflow",
-       Config({ShareArgs("a", kGpu0, (1 << 30)), ShareArgs("b", kGpu0, (1 << 30))}),
+       Config({ShareArgs("a", kGpu0, (1 << 30)),
+               ShareArgs("b", kGpu0, (1 << 30))}),
        {"gdp-cdi-hook", "apply-memory-limits", "--share",
         std::string("c,") + kGpu0 + ",17592186044415"},
        "add up past"},

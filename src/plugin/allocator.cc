@@ -118,10 +118,17 @@ absl::StatusOr<ContainerAllocation> Allocator::Allocate(
   ContainerAllocation out;
   if (Uses(DeviceListStrategy::kCdiAnnotations) ||
       Uses(DeviceListStrategy::kCdiCri)) {
+    // Replicas with a share: their own CDI devices, whose hook entries
+    // carry the limit (the pod cannot change them); other devices: their
+    // unit's, once.
     std::vector<std::string> names;
-    names.reserve(units.size());
-    for (const std::string& u : units) {
-      names.push_back(absl::StrCat(options_.cdi_kind, "=", u));
+    names.reserve(devices.size());
+    absl::flat_hash_set<std::string> named;
+    for (const Device* d : devices) {
+      const std::string& name = ReplicaCdiDevice(*d) ? d->id : d->visible_id;
+      if (named.insert(name).second) {
+        names.push_back(absl::StrCat(options_.cdi_kind, "=", name));
+      }
     }
     if (Uses(DeviceListStrategy::kCdiAnnotations)) {
       out.annotations[absl::StrCat(options_.cdi_annotation_prefix,
@@ -201,21 +208,25 @@ void Allocator::AddMps(const std::vector<const Device*>& devices,
   }
 }
 
+bool Allocator::ReplicaCdiDevice(const Device& d) const {
+  return d.replica >= 0 && options_.memory_per_replica > 0 &&
+         options_.memory_limit_hook == MemoryLimitHookKind::kOurs;
+}
+
 absl::Status Allocator::AddMemoryLimits(
     const std::vector<const Device*>& devices, ContainerAllocation& out) const {
-  if (options_.memory_per_replica == 0) return absl::OkStatus();
+  // Our hook's limits are in the replicas' CDI devices.
+  if (options_.memory_per_replica == 0 ||
+      options_.memory_limit_hook != MemoryLimitHookKind::kNvidia) {
+    return absl::OkStatus();
+  }
   // k replicas of a GPU: k shares on it.
   std::map<std::string, uint64_t> limits;
   for (const Device* d : devices) {
     if (d->replica >= 0) limits[d->gpu_uuid] += options_.memory_per_replica;
   }
-  if (limits.empty()) return absl::OkStatus();
-  cdi::MemoryLimitHook hook;
-  hook.kind = options_.memory_limit_hook == MemoryLimitHookKind::kNvidia
-                  ? cdi::MemoryLimitHook::Kind::kNvidia
-                  : cdi::MemoryLimitHook::Kind::kOurs;
   absl::StatusOr<std::vector<std::string>> env =
-      cdi::AllocateLimitEnv(hook, limits);
+      cdi::NvidiaAllocateLimitEnv(limits);
   if (!env.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("memory limits of '", options_.resource_name,

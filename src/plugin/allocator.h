@@ -64,7 +64,8 @@ struct AllocatorOptions {
   // and <mps_root>/shm. Used only when sharing is kMps.
   std::string mps_root;
   // sharing.*.resources[].memoryPerReplica (bytes, whole MiB; 0: none) and
-  // the hook that applies it (--memory-limit-hook): the env it reads.
+  // the hook that applies it (--memory-limit-hook): kOurs names the
+  // replicas' CDI devices, kNvidia puts NVIDIA's env.
   uint64_t memory_per_replica = 0;
   MemoryLimitHookKind memory_limit_hook = MemoryLimitHookKind::kOurs;
   bool operator==(const AllocatorOptions&) const = default;
@@ -87,8 +88,13 @@ class Allocator {
   //   volume-mounts:   NVIDIA_VISIBLE_DEVICES=kVolumeMountsRoot and one
   //                    mount /dev/null -> kVolumeMountsRoot/<unit> per unit
   //   cdi-annotations: <prefix>nvidia-device-plugin_<random UUID> =
-  //                    "<cdi_kind>=<unit>,.." (a new key for each answer)
-  //   cdi-cri:         cdi_devices "<cdi_kind>=<unit>"..
+  //                    "<cdi_kind>=<name>,.." (a new key for each answer)
+  //   cdi-cri:         cdi_devices "<cdi_kind>=<name>"..
+  //   where <name> is the unit, once, except for replicas with a share
+  //   (memory_per_replica > 0 and kOurs): each such replica is named by
+  //   its own ID ("<unit>::<k>"), the CDI device whose hook entry carries
+  //   its share (--share; the daemon's CDI spec), so a container given k
+  //   replicas of a GPU holds k shares, which the hook adds up.
   //   pass_device_specs (only with envvar or volume-mounts among the
   //   strategies): control nodes, then each unit's device_nodes, once
   //   each; host path dev_root + path, "rw".
@@ -103,11 +109,11 @@ class Allocator {
   //   is the unit's position, by GPU index, among the container's
   //   replicated units (as CUDA numbers them in the container); units of
   //   unknown memory are left out.
-  //   memory_per_replica > 0 (any sharing): the env of the memory-limit
-  //   hook for k*memory_per_replica on each replicated GPU (k: its
-  //   replicas in the request), cdi::AllocateLimitEnv's entries: kOurs
-  //   GDP_GPU_MEMORY_LIMIT_<uuid>=<MiB> per GPU; kNvidia
-  //   NVIDIA_GPU_MEMORY_LIMIT=<MiB>, NVIDIA_GPU_MEMORY_REQUEST=0.
+  //   memory_per_replica > 0 with kNvidia (any sharing): NVIDIA's hook
+  //   env for k*memory_per_replica on each replicated GPU (k: its
+  //   replicas in the request), cdi::NvidiaAllocateLimitEnv's entries
+  //   NVIDIA_GPU_MEMORY_LIMIT=<MiB>, NVIDIA_GPU_MEMORY_REQUEST=0; the
+  //   pod's own env can override them. kOurs puts no limit in the env.
   // With only cdi-* strategies there is no NVIDIA_VISIBLE_DEVICES, no
   // /dev/null mount and no device spec (NVIDIA's behaviour).
   // Result on failure: InvalidArgument for an empty request, an unknown
@@ -130,6 +136,8 @@ class Allocator {
               ContainerAllocation& out) const;
   absl::Status AddMemoryLimits(const std::vector<const Device*>& devices,
                                ContainerAllocation& out) const;
+  // Whether replica `d` is named by its own CDI device (a share).
+  bool ReplicaCdiDevice(const Device& d) const;
 
   AllocatorOptions options_;
   bool any_non_cdi_ = false;  // envvar or volume-mounts among strategies

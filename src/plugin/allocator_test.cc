@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_join.h"
 #include "testing/temp_dir.h"
 
 namespace gdp {
@@ -342,10 +343,13 @@ TEST(AllocatorTest, MpsPipeShmAndPerReplicaLimits) {
   EXPECT_EQ(r->envs.count("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), 0u);
 }
 
-// k replicas of a GPU are k shares: the env of the memory-limit hook per
-// GPU, and under MPS the client's thread percentage and pinned memory.
+// k replicas of a GPU are k shares: with our hook the replicas' own CDI
+// devices (whose hook entries carry the shares) and nothing in the env the
+// pod could override; with NVIDIA's its env; under MPS the client's thread
+// percentage and pinned memory.
 TEST(AllocatorTest, MemoryPerReplicaGivesKSharesPerGpu) {
   constexpr uint64_t kMiB = uint64_t{1} << 20;
+  constexpr char kKind[] = "k8s.device-plugin.nvidia.com/gpu=";
   DeviceList list = Node();
   struct Case {
     std::string name;
@@ -354,6 +358,7 @@ TEST(AllocatorTest, MemoryPerReplicaGivesKSharesPerGpu) {
     uint64_t per_replica;
     std::vector<std::string> ids;
     std::map<std::string, std::string> want;  // env besides the MPS pipe
+    std::vector<std::string> cdi;             // CDI device names
     std::string error;                        // substring; empty: ok
   };
   const std::vector<Case> cases = {
@@ -362,29 +367,40 @@ TEST(AllocatorTest, MemoryPerReplicaGivesKSharesPerGpu) {
        MemoryLimitHookKind::kOurs,
        2 * kGiB,
        {"GPU-4::0"},
-       {{"GDP_GPU_MEMORY_LIMIT_GPU_4", "2048"}},
+       {},
+       {"GPU-4::0"},
        ""},
-      {"three replicas of one GPU",
+      {"three replicas of one GPU: three shares",
        SharingStrategy::kTimeSlicing,
        MemoryLimitHookKind::kOurs,
        2 * kGiB,
        {"GPU-4::0", "GPU-4::3", "GPU-4::1"},
-       {{"GDP_GPU_MEMORY_LIMIT_GPU_4", "6144"}},
+       {},
+       {"GPU-4::0", "GPU-4::3", "GPU-4::1"},
        ""},
       {"two GPUs",
        SharingStrategy::kTimeSlicing,
        MemoryLimitHookKind::kOurs,
        1536 * kMiB,
        {"GPU-5::0", "GPU-4::1", "GPU-5::2"},
-       {{"GDP_GPU_MEMORY_LIMIT_GPU_4", "1536"},
-        {"GDP_GPU_MEMORY_LIMIT_GPU_5", "3072"}},
+       {},
+       {"GPU-5::0", "GPU-4::1", "GPU-5::2"},
        ""},
-      {"no limit configured",
+      {"a whole GPU with replicas: the unit's device",
+       SharingStrategy::kTimeSlicing,
+       MemoryLimitHookKind::kOurs,
+       2 * kGiB,
+       {"GPU-0", "GPU-4::2"},
+       {},
+       {"GPU-0", "GPU-4::2"},
+       ""},
+      {"no limit configured: the unit once, as NVIDIA",
        SharingStrategy::kTimeSlicing,
        MemoryLimitHookKind::kOurs,
        0,
        {"GPU-4::0", "GPU-4::1"},
        {},
+       {"GPU-4"},
        ""},
       {"not a replica",
        SharingStrategy::kTimeSlicing,
@@ -392,14 +408,16 @@ TEST(AllocatorTest, MemoryPerReplicaGivesKSharesPerGpu) {
        2 * kGiB,
        {"GPU-0"},
        {},
+       {"GPU-0"},
        ""},
-      {"NVIDIA's hook",
+      {"NVIDIA's hook: the unit and the env",
        SharingStrategy::kTimeSlicing,
        MemoryLimitHookKind::kNvidia,
        2 * kGiB,
        {"GPU-4::0", "GPU-4::1"},
        {{"NVIDIA_GPU_MEMORY_LIMIT", "4096"},
         {"NVIDIA_GPU_MEMORY_REQUEST", "0"}},
+       {"GPU-4"},
        ""},
       {"NVIDIA's hook, one limit per container",
        SharingStrategy::kTimeSlicing,
@@ -407,15 +425,16 @@ TEST(AllocatorTest, MemoryPerReplicaGivesKSharesPerGpu) {
        2 * kGiB,
        {"GPU-4::0", "GPU-5::0", "GPU-5::1"},
        {},
+       {},
        "one limit"},
       {"MPS",
        SharingStrategy::kMps,
        MemoryLimitHookKind::kOurs,
        3 * kGiB,
        {"GPU-4::0", "GPU-4::1"},
-       {{"GDP_GPU_MEMORY_LIMIT_GPU_4", "6144"},
-        {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50"},
+       {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "50"},
         {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=6144M"}},
+       {"GPU-4::0", "GPU-4::1"},
        ""},
       {"MPS without a limit: k shares of memory/replicas",
        SharingStrategy::kMps,
@@ -424,12 +443,13 @@ TEST(AllocatorTest, MemoryPerReplicaGivesKSharesPerGpu) {
        {"GPU-4::0", "GPU-4::1", "GPU-4::2"},
        {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "75"},
         {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=12288M"}},
+       {"GPU-4"},
        ""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     AllocatorOptions opts;
-    opts.strategies = {Strategy::kCdiCri};
+    opts.strategies = {Strategy::kCdiCri, Strategy::kCdiAnnotations};
     opts.sharing = c.sharing;
     opts.replicas = 4;
     opts.mps_root = "/mps-root";
@@ -446,6 +466,11 @@ TEST(AllocatorTest, MemoryPerReplicaGivesKSharesPerGpu) {
     ASSERT_TRUE(r.ok()) << r.status();
     r->envs.erase("CUDA_MPS_PIPE_DIRECTORY");
     EXPECT_EQ(r->envs, c.want);
+    std::vector<std::string> want_cdi;
+    for (const std::string& n : c.cdi) want_cdi.push_back(kKind + n);
+    EXPECT_EQ(r->cdi_devices, want_cdi);
+    ASSERT_EQ(r->annotations.size(), 1u);
+    EXPECT_EQ(r->annotations.begin()->second, absl::StrJoin(want_cdi, ","));
   }
 }
 

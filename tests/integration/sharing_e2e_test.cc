@@ -1,9 +1,11 @@
 // End to end: time-slicing and MPS replicas, both allocation policies, and
 // every device-list strategy with the CDI spec, through `dpctl kubelet`.
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "cdi/validate.h"
+#include "hook/limits.h"
 #include "tests/integration/e2e_fixture.h"
 
 namespace gdp {
@@ -174,35 +176,81 @@ TEST_F(SharingTest, CdiStrategiesAnswerNamesFromTheWrittenSpec) {
   }
 }
 
-// The env name of GPU `uuid`'s limit for our hook.
-std::string LimitEnv(std::string uuid) {
-  std::replace(uuid.begin(), uuid.end(), '-', '_');
-  return "GDP_GPU_MEMORY_LIMIT_" + uuid;
-}
-
-// The spec's devices that carry a hook entry, checked to be our hook's
-// entry for their own GPU.
-std::set<std::string> HookedDevices(const fs::path& cdi) {
+// The device plugin's CDI spec in `cdi`, checked valid.
+json ReadSpec(const fs::path& cdi) {
   std::ifstream in(cdi / "k8s.device-plugin.nvidia.com-gpu.json");
   EXPECT_TRUE(in.good());
-  if (!in.good()) return {};
+  if (!in.good()) return json::object();
   json spec = json::parse(in);
   absl::Status valid = cdi::ValidateSpec(spec);
   EXPECT_TRUE(valid.ok()) << valid;
-  std::set<std::string> hooked;
+  return spec;
+}
+
+// The spec's devices that carry a hook entry, each checked to be a replica
+// "<gpu>::<k>" with our hook's share of `mib` on its own GPU.
+std::set<std::string> ShareDevices(const json& spec, int mib) {
+  std::set<std::string> shares;
   for (const json& d : spec["devices"]) {
     if (!d["containerEdits"].contains("hooks")) continue;
     const std::string name = d["name"];
-    hooked.insert(name);
+    shares.insert(name);
+    const size_t sep = name.find("::");
+    EXPECT_NE(sep, std::string::npos) << name;
+    if (sep == std::string::npos) continue;
+    const std::string gpu = name.substr(0, sep);
+    const std::string k = name.substr(sep + 2);
     EXPECT_THAT(d["containerEdits"]["hooks"], SizeIs(1)) << d.dump();
     const json& h = d["containerEdits"]["hooks"][0];
     EXPECT_EQ(h["hookName"], "createRuntime");
     EXPECT_EQ(h["path"], "/opt/gdp/hook");
     EXPECT_EQ(h["args"], json::array({"gdp-cdi-hook", "apply-memory-limits",
-                                      "--driver-root", "/", "--gpu-id", name}))
+                                      "--driver-root", "/", "--share",
+                                      gpu + ".replica-" + k + "," + gpu + "," +
+                                          std::to_string(mib)}))
         << h.dump();
   }
-  return hooked;
+  return shares;
+}
+
+// The GPUs of replica IDs or CDI names ("<gpu>::<k>").
+std::set<std::string> UnitsOf(const std::set<std::string>& ids) {
+  json a = json::array();
+  for (const std::string& id : ids) a.push_back(id);
+  return Units(a);
+}
+
+// What our hook applies (MiB by GPU) to a container given the CDI devices
+// `qualified` ("<kind>=<name>") of `spec` with `env` (the Allocate
+// response's, then the pod's own, as the kubelet orders them): the
+// hook's own planning (hook::PlanLimits) on the config.json the runtime
+// would make.
+std::map<std::string, uint64_t> HookPlan(const json& spec,
+                                         const json& qualified,
+                                         const std::vector<std::string>& env) {
+  json hooks = json::array();
+  for (const json& q : qualified) {
+    const std::string name =
+        q.get<std::string>().substr(q.get<std::string>().find('=') + 1);
+    for (const json& d : spec["devices"]) {
+      if (d["name"] != name || !d["containerEdits"].contains("hooks")) continue;
+      for (const json& h : d["containerEdits"]["hooks"]) {
+        hooks.push_back({{"path", h["path"]}, {"args", h["args"]}});
+      }
+    }
+  }
+  std::map<std::string, uint64_t> mib;
+  if (hooks.empty()) return mib;
+  json config = {{"hooks", {{"createRuntime", hooks}}},
+                 {"process", {{"env", env}}}};
+  absl::StatusOr<hook::LimitPlan> plan = hook::PlanLimits(
+      hooks[0]["args"].get<std::vector<std::string>>(), config);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return mib;
+  for (const auto& [uuid, bytes] : plan->hard_bytes) {
+    mib[uuid] = bytes >> 20;
+  }
+  return mib;
 }
 
 std::string MemoryConfig(const std::string& extra = "") {
@@ -213,21 +261,23 @@ std::string MemoryConfig(const std::string& extra = "") {
          extra;
 }
 
-// memoryPerReplica end to end: every shared GPU's CDI device carries the
-// hook entry; a pod given k replicas of a GPU gets k shares in its env,
-// each GPU its own.
-TEST_F(SharingTest, MemoryPerReplicaEnvAndHookInTheSpec) {
+// memoryPerReplica end to end with our hook: every replica of a shared GPU
+// is a CDI device whose hook entry carries its share; a pod given k
+// replicas of a GPU gets those k devices, so k shares, each GPU its own;
+// no limit travels in the env, so the pod's own env changes nothing.
+TEST_F(SharingTest, MemoryPerReplicaSharesInTheSpec) {
   fs::path cdi = dir_ / "cdi";
   json devices = StartAndList({"--config-file", WriteConfig(MemoryConfig()),
                                "--cdi-spec-dir", cdi.string(),
                                "--shared-devices-allocation-policy", "packed",
                                "--memory-limit-hook-path", "/opt/gdp/hook"});
   ASSERT_THAT(devices["devices"], SizeIs(32)) << plugin_->Stderr();
-  json ids = json::array();
-  for (const json& d : devices["devices"]) ids.push_back(d["id"]);
-  std::set<std::string> gpus = Units(ids);
-  ASSERT_EQ(gpus.size(), 8u);
-  EXPECT_EQ(HookedDevices(cdi), gpus);
+  std::set<std::string> ids;
+  for (const json& d : devices["devices"]) ids.insert(d["id"]);
+  json spec = ReadSpec(cdi);
+  // The 8 GPUs' own devices (no hook, NVIDIA's names) and 32 replicas.
+  ASSERT_THAT(spec["devices"], SizeIs(8 + 32));
+  EXPECT_EQ(ShareDevices(spec, 10240), ids);
 
   // Through the kubelet: three replicas packed on one GPU, three shares.
   json a = AllocateFor("nvidia.com/gpu", 3, "p1");
@@ -235,22 +285,45 @@ TEST_F(SharingTest, MemoryPerReplicaEnvAndHookInTheSpec) {
   std::set<std::string> units = Units(a["devices"]);
   ASSERT_EQ(units.size(), 1u) << a.dump();
   const std::string gpu = *units.begin();
-  EXPECT_EQ(a["response"]["envs"], json({{LimitEnv(gpu), "30720"}}))
-      << a.dump();
-  EXPECT_EQ(a["response"]["cdi_devices"],
-            json::array({"k8s.device-plugin.nvidia.com/gpu=" + gpu}));
+  const json& r = a["response"];
+  EXPECT_TRUE(r["envs"].empty()) << a.dump();
+  json want = json::array();
+  for (const json& id : a["devices"]) {
+    want.push_back("k8s.device-plugin.nvidia.com/gpu=" + id.get<std::string>());
+  }
+  std::sort(want.begin(), want.end());
+  json got = r["cdi_devices"];
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want) << a.dump();
+  EXPECT_EQ(HookPlan(spec, r["cdi_devices"], {}),
+            (std::map<std::string, uint64_t>{{gpu, 30720}}));
+  // The pod sets the limit variables itself (they come after the device
+  // plugin's): the limit stays its three shares.
+  std::string ours = gpu;
+  std::replace(ours.begin(), ours.end(), '-', '_');
+  EXPECT_EQ(HookPlan(spec, r["cdi_devices"],
+                     {"NVIDIA_GPU_MEMORY_LIMIT=81920",
+                      "GDP_GPU_MEMORY_LIMIT_" + ours + "=81920"}),
+            (std::map<std::string, uint64_t>{{gpu, 30720}}));
 
   // Replicas of two GPUs: each GPU its own limit.
+  std::set<std::string> gpus = UnitsOf(ids);
   auto it = gpus.begin();
   const std::string g1 = *it++, g2 = *it;
   auto [code, out] = DpctlAllocate({g1 + "::0", g2 + "::1", g2 + "::2"});
   EXPECT_EQ(code, 0) << out;
-  EXPECT_THAT(out, HasSubstr("\"" + LimitEnv(g1) + "\":\"10240\"")) << out;
-  EXPECT_THAT(out, HasSubstr("\"" + LimitEnv(g2) + "\":\"20480\"")) << out;
+  EXPECT_THAT(out, Not(HasSubstr("MEMORY_LIMIT"))) << out;
+  json names = json::array();
+  for (const std::string& n : {g1 + "::0", g2 + "::1", g2 + "::2"}) {
+    EXPECT_THAT(out, HasSubstr("k8s.device-plugin.nvidia.com/gpu=" + n)) << out;
+    names.push_back("k8s.device-plugin.nvidia.com/gpu=" + n);
+  }
+  EXPECT_EQ(HookPlan(spec, names, {}),
+            (std::map<std::string, uint64_t>{{g1, 10240}, {g2, 20480}}));
 }
 
-// Only the GPUs an entry shares carry the hook; a GPU left whole gets no
-// limit.
+// Only the GPUs an entry shares have replica devices; a GPU left whole
+// gets its own device and no limit.
 TEST_F(SharingTest, MemoryPerReplicaOnlyOnSharedGpus) {
   fs::path cdi = dir_ / "cdi";
   json devices = StartAndList(
@@ -258,25 +331,32 @@ TEST_F(SharingTest, MemoryPerReplicaOnlyOnSharedGpus) {
        "--cdi-spec-dir", cdi.string(), "--memory-limit-hook-path",
        "/opt/gdp/hook"});
   ASSERT_THAT(devices["devices"], SizeIs(8 + 6)) << plugin_->Stderr();
-  std::set<std::string> hooked = HookedDevices(cdi);
-  ASSERT_EQ(hooked.size(), 2u);
+  json spec = ReadSpec(cdi);
+  std::set<std::string> shares = ShareDevices(spec, 10240);
+  ASSERT_EQ(shares.size(), 8u);
+  EXPECT_EQ(UnitsOf(shares).size(), 2u);
   std::string whole;
   for (const json& d : devices["devices"]) {
     std::string id = d["id"];
     if (id.find("::") == std::string::npos) whole = id;
   }
   ASSERT_FALSE(whole.empty());
-  EXPECT_EQ(hooked.count(whole), 0u);
   auto [code, out] = DpctlAllocate({whole});
   EXPECT_EQ(code, 0) << out;
-  EXPECT_THAT(out, Not(HasSubstr("GDP_GPU_MEMORY_LIMIT"))) << out;
-  auto [code2, out2] = DpctlAllocate({*hooked.begin() + "::3"});
+  EXPECT_THAT(out, Not(HasSubstr("MEMORY_LIMIT"))) << out;
+  EXPECT_THAT(out,
+              HasSubstr("k8s.device-plugin.nvidia.com/gpu=" + whole + "\""))
+      << out;
+  const std::string replica = *shares.begin();
+  auto [code2, out2] = DpctlAllocate({replica});
   EXPECT_EQ(code2, 0) << out2;
-  EXPECT_THAT(out2,
-              HasSubstr("\"" + LimitEnv(*hooked.begin()) + "\":\"10240\""))
+  EXPECT_THAT(out2, HasSubstr("k8s.device-plugin.nvidia.com/gpu=" + replica))
       << out2;
+  EXPECT_THAT(out2, Not(HasSubstr("MEMORY_LIMIT"))) << out2;
 }
 
+// NVIDIA's hook reads NVIDIA's env only: the GPU's device carries its
+// entry and Allocate the env (which a pod can override: documented).
 TEST_F(SharingTest, MemoryPerReplicaWithNvidiasHook) {
   fs::path cdi = dir_ / "cdi";
   std::string config =
@@ -288,9 +368,8 @@ TEST_F(SharingTest, MemoryPerReplicaWithNvidiasHook) {
                 cdi.string(), "--memory-limit-hook", "nvidia",
                 "--memory-limit-hook-path", "/usr/bin/nvidia-cdi-hook",
                 "--shared-devices-allocation-policy", "packed"});
-  std::ifstream in(cdi / "k8s.device-plugin.nvidia.com-gpu.json");
-  ASSERT_TRUE(in.good()) << plugin_->Stderr();
-  json spec = json::parse(in);
+  EXPECT_THAT(plugin_->Stderr(), HasSubstr("a pod can override"));
+  json spec = ReadSpec(cdi);
   ASSERT_THAT(spec["devices"], SizeIs(8));
   for (const json& d : spec["devices"]) {
     ASSERT_THAT(d["containerEdits"]["hooks"], SizeIs(1)) << d.dump();
@@ -303,10 +382,14 @@ TEST_F(SharingTest, MemoryPerReplicaWithNvidiasHook) {
   EXPECT_EQ(a["response"]["envs"], json({{"NVIDIA_GPU_MEMORY_LIMIT", "81920"},
                                          {"NVIDIA_GPU_MEMORY_REQUEST", "0"}}))
       << a.dump();
+  EXPECT_EQ(a["response"]["cdi_devices"],
+            json::array({"k8s.device-plugin.nvidia.com/gpu=" +
+                         *Units(a["devices"]).begin()}));
 }
 
-// MPS with memoryPerReplica: the hook's env and MPS's own limits, one share
-// each (NVIDIA's failRequestsGreaterThanOne default for MPS).
+// MPS with memoryPerReplica: the replica's share in the spec and MPS's own
+// limits, one share each (NVIDIA's failRequestsGreaterThanOne default for
+// MPS).
 TEST_F(SharingTest, MemoryPerReplicaUnderMps) {
   fs::path cdi = dir_ / "cdi";
   std::string config =
@@ -317,16 +400,21 @@ TEST_F(SharingTest, MemoryPerReplicaUnderMps) {
   StartAndList({"--config-file", WriteConfig(config), "--cdi-spec-dir",
                 cdi.string(), "--mps-root", (dir_ / "mps").string(),
                 "--memory-limit-hook-path", "/opt/gdp/hook"});
-  EXPECT_THAT(HookedDevices(cdi), SizeIs(8));
+  json spec = ReadSpec(cdi);
+  EXPECT_THAT(ShareDevices(spec, 16384), SizeIs(32));
   json a = AllocateFor("nvidia.com/gpu", 1, "p1");
   ASSERT_EQ(a["event"], "allocate") << a.dump();
+  const std::string replica = a["devices"][0];
   const std::string gpu = *Units(a["devices"]).begin();
   EXPECT_EQ(a["response"]["envs"],
-            json({{LimitEnv(gpu), "16384"},
-                  {"CUDA_MPS_PIPE_DIRECTORY", "/mps/nvidia.com/gpu/pipe"},
+            json({{"CUDA_MPS_PIPE_DIRECTORY", "/mps/nvidia.com/gpu/pipe"},
                   {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "25"},
                   {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "0=16384M"}}))
       << a.dump();
+  EXPECT_EQ(a["response"]["cdi_devices"],
+            json::array({"k8s.device-plugin.nvidia.com/gpu=" + replica}));
+  EXPECT_EQ(HookPlan(spec, a["response"]["cdi_devices"], {}),
+            (std::map<std::string, uint64_t>{{gpu, 16384}}));
 }
 
 // Without memoryPerReplica: no limit env and no hook (NVIDIA's configs
