@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <fstream>
+#include <map>
+#include <tuple>
 
 #include "cdi/validate.h"
 #include "tests/integration/dra_fixture.h"
@@ -257,6 +259,46 @@ TEST_F(DraTest, ConsumableShares) {
       EXPECT_EQ(range["default"], "0");
       EXPECT_EQ(range["validRange"]["step"], "1Mi");
       EXPECT_EQ(range["validRange"]["max"], d["capacity"]["memory"]["value"]);
+      // Two claims, each a share of gpu-0: each its own CDI device with its
+      // limit, answered with its share ID; unpreparing one keeps the other.
+      std::map<std::string, std::string> uids;  // share ID -> claim UID
+      for (auto [name, share, memory] :
+           {std::tuple<const char*, const char*, const char*>{
+                "share-a", "a0000000-0000-0000-0000-000000000000", "4Gi"},
+            {"share-b", "b0000000-0000-0000-0000-000000000000", "2Gi"}}) {
+        json r = Result("gpu-0");
+        r["shareID"] = share;
+        r["consumedCapacity"] = {{"memory", memory}, {"shares", "1"}};
+        uids[share] = CreateClaim(name, {r});
+        json prepared =
+            KubeletCall(absl::StrCat("prepare - ns/", name, "/", uids[share]));
+        const json& got = prepared["claims"][uids[share]];
+        ASSERT_EQ(got.value("error", ""), "") << prepared.dump();
+        EXPECT_EQ(got["devices"][0]["share_id"], share);
+        const std::string cdi_name =
+            absl::StrCat(uids[share], "-gpu-0-share-", share);
+        EXPECT_EQ(got["devices"][0]["cdi_ids"],
+                  json({absl::StrCat("k8s.gpu.nvidia.com/claim=", cdi_name)}));
+        json spec =
+            json::parse(ReadFileOrEmpty(SpecPath(uids[share])), nullptr, false);
+        ASSERT_TRUE(spec.is_object());
+        EXPECT_TRUE(cdi::ValidateSpec(spec).ok()) << cdi::ValidateSpec(spec);
+        EXPECT_EQ(spec["devices"][0]["name"], cdi_name);
+        const json& args =
+            spec["devices"][0]["containerEdits"]["hooks"][0]["args"];
+        EXPECT_EQ(args.back(),
+                  absl::StrCat(uids[share], "-", share, ",",
+                               devices["gpu-0"]["attributes"]["uuid"]["string"]
+                                   .get<std::string>(),
+                               ",", std::string(memory) == "4Gi" ? 4096 : 2048))
+            << spec.dump();
+      }
+      const std::string a = uids["a0000000-0000-0000-0000-000000000000"];
+      const std::string b = uids["b0000000-0000-0000-0000-000000000000"];
+      json un = KubeletCall(absl::StrCat("unprepare - ns/share-a/", a));
+      EXPECT_EQ(un["claims"][a].value("error", ""), "");
+      EXPECT_FALSE(fs::exists(SpecPath(a)));
+      EXPECT_TRUE(fs::exists(SpecPath(b)));
     } else {
       EXPECT_THAT(plugin_->Stderr(),
                   HasSubstr("is published whole, without consumable shares: "
