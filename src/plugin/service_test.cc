@@ -250,7 +250,8 @@ TEST_F(SharedServiceTest, AllocateSendsEveryEdit) {
             "/var/run/nvidia-container-devices");
   EXPECT_EQ(c.envs().at("CUDA_MPS_PIPE_DIRECTORY"), "/mps/nvidia.com/gpu/pipe");
   EXPECT_EQ(c.envs().at("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"), "25");
-  EXPECT_EQ(c.envs().at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=2048M,1=2048M");
+  // Two replicas of GPU 1: two shares of its memory.
+  EXPECT_EQ(c.envs().at("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=2048M,1=4096M");
   std::vector<std::string> mounts;
   for (const v1beta1::Mount& m : c.mounts()) {
     mounts.push_back(m.host_path() + " -> " + m.container_path());
