@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "config/names.h"
 #include "config/settings.h"
 
@@ -24,46 +25,18 @@ ParsedFlags Parse(std::vector<const char*> args) {
 
 class FlagsTest : public ::testing::Test {
  protected:
+  // No variable of any setting (from the table, so a new row is covered)
+  // and none of what the in-cluster config reads.
   void SetUp() override {
-    for (const char* v : {"KUBELET_SOCKET",
-                          "NVIDIA_DRIVER_ROOT",
-                          "NVIDIA_DEV_ROOT",
-                          "FAIL_ON_INIT_ERROR",
-                          "PASS_DEVICE_SPECS",
-                          "DEVICE_ID_STRATEGY",
-                          "CONFIG_FILE",
-                          "MIG_STRATEGY",
-                          "DEVICE_LIST_STRATEGY",
-                          "CDI_ANNOTATION_PREFIX",
-                          "DRIVER_ROOT_CTR_PATH",
-                          "CONTAINER_DRIVER_ROOT",
-                          "MPS_ROOT",
-                          "SHARED_DEVICES_ALLOCATION_POLICY",
-                          "CDI_SPEC_DIR",
-                          "PROC_ROOT",
-                          "DP_DISABLE_HEALTHCHECKS",
-                          "DP_ENABLE_HEALTHCHECKS",
-                          "SYSFS_ROOT",
-                          "LOG_VERBOSITY",
-                          "GFD_ONESHOT",
-                          "GFD_NO_TIMESTAMP",
-                          "GFD_SLEEP_INTERVAL",
-                          "GFD_OUTPUT_FILE",
-                          "GFD_MACHINE_TYPE_FILE",
-                          "GDP_LABELS",
-                          "METRICS_ADDRESS",
-                          "DEVICE_API",
-                          "DRA_DRIVER_NAME",
-                          "KUBELET_REGISTRATION_DIR",
-                          "KUBELET_REGISTRAR_DIRECTORY_PATH",
-                          "KUBELET_PLUGINS_DIR",
-                          "KUBELET_PLUGINS_DIRECTORY_PATH",
-                          "NODE_NAME",
-                          "KUBECONFIG",
-                          "KUBERNETES_SERVICE_HOST",
-                          "KUBERNETES_SERVICE_PORT",
-                          "STATE_DIR",
-                          "REDISCOVER_INTERVAL"}) {
+    for (const Setting& s : Settings()) {
+      for (absl::string_view v :
+           absl::StrSplit(s.env, ',', absl::SkipEmpty())) {
+        unsetenv(std::string(v).c_str());
+      }
+    }
+    for (const char* v :
+         {"CONFIG_FILE", "DRIVER_ROOT_CTR_PATH", "CONTAINER_DRIVER_ROOT",
+          "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"}) {
       unsetenv(v);
     }
   }
@@ -375,6 +348,12 @@ TEST_F(FlagsTest, FlagBeatsEnvBeatsFileBeatsDefault) {
        "GFD_MACHINE_TYPE_FILE", "/env", "--machine-type-file=/flag",
        [](const Config& c) { return c.gfd.machine_type_file; },
        "/sys/class/dmi/id/product_name", "/file", "/env", "/flag"},
+      {"--use-node-feature-api", "useNodeFeatureAPI: true",
+       "GFD_USE_NODE_FEATURE_API", "false", "--use-node-feature-api",
+       [](const Config& c) {
+         return std::to_string(c.gfd.use_node_feature_api);
+       },
+       "0", "1", "0", "1"},
       {"--device-api", "deviceAPI: dra", "DEVICE_API", "dra",
        "--device-api=device-plugin",
        [](const Config& c) { return std::string(NameOf(c.device_api)); },
