@@ -64,7 +64,8 @@ def main():
   if opts.patterns:
     loader.testNamePatterns = ["*%s*" % p for p in opts.patterns]
   suite = unittest.TestSuite()
-  for module in ("image_test", "workload_test", "memory_limit_test"):
+  for module in ("image_test", "workload_test", "memory_limit_test",
+                 "dra_shares_test"):
     suite.addTests(loader.loadTestsFromName(module))
   ok = False
   try:
