@@ -202,6 +202,22 @@ absl::StatusOr<std::vector<cdi::CdiDevice>> ClaimCdiDevices(
     }
     out.push_back(std::move(c));
   }
+  // Each share is valid alone; a container given the claim gets all of
+  // them, so the hook must be able to apply them together (NVIDIA's cannot
+  // add up two shares of one GPU, nor hold different limits).
+  if (share_limits.hook.has_value()) {
+    std::vector<cdi::ShareLimit> shares;
+    for (const ClaimDevice& d : devices) {
+      if (!d.share_id.empty() && d.memory_limit > 0) {
+        shares.push_back({d.device.gpu_uuid, d.memory_limit});
+      }
+    }
+    if (absl::Status s = cdi::CheckContainerShares(*share_limits.hook, shares);
+        !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("the claim's ", shares.size(),
+                                                 " shares: ", s.message()));
+    }
+  }
   return out;
 }
 

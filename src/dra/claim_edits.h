@@ -90,8 +90,11 @@ struct ShareLimits {
 // Result on failure: FailedPrecondition for MPS without `mps_root`, or a
 // time-slice interval other than Default (this driver does not change a
 // GPU's time slice), or a share with a memory limit and no hook, naming the
-// device; InvalidArgument from cdi::AddShareLimit (a limit not in whole
-// MiB, a MIG device's UUID, a share key over 128 characters).
+// device, or shares the hook cannot apply in one container
+// (cdi::CheckContainerShares: with NVIDIA's hook, two shares of one GPU or
+// shares of different limits in one claim); InvalidArgument from
+// cdi::AddShareLimit (a limit not in whole MiB, a MIG device's UUID, a share
+// key over 128 characters).
 absl::StatusOr<std::vector<cdi::CdiDevice>> ClaimCdiDevices(
     const std::string& claim_uid, const std::vector<ClaimDevice>& devices,
     const std::string& driver_name, const std::string& mps_root,

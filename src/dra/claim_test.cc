@@ -505,5 +505,52 @@ TEST(ClaimCdiDevicesTest, AnMpsShareIsAClientWithItsPartOfTheGpu) {
                           "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=2048M"));
 }
 
+TEST(ClaimCdiDevicesTest, SharesTheHookCannotApplyTogetherAreRefused) {
+  using Kind = cdi::MemoryLimitHook::Kind;
+  const cdi::MemoryLimitHook ours{Kind::kOurs, "/opt/gdp/gdp-cdi-hook", "/"};
+  const cdi::MemoryLimitHook nvidia{Kind::kNvidia, "/usr/bin/nvidia-cdi-hook",
+                                    "/"};
+  Device second = GpuDevice();
+  second.id = "gpu-1";
+  second.gpu_index = 1;
+  second.gpu_uuid = second.visible_id = "GPU-b";
+  const ClaimDevice a{"gpu-0", GpuDevice(), Sharing{}, "s-1", 4ull << 30};
+  const ClaimDevice b{"gpu-0", GpuDevice(), Sharing{}, "s-2", 2ull << 30};
+  const ClaimDevice b_equal{"gpu-0", GpuDevice(), Sharing{}, "s-2", 4ull << 30};
+  const ClaimDevice other_gpu{"gpu-1", second, Sharing{}, "s-3", 4ull << 30};
+  const ClaimDevice other_gpu_less{"gpu-1", second, Sharing{}, "s-3",
+                                   2ull << 30};
+  struct Case {
+    const char* what;
+    cdi::MemoryLimitHook hook;
+    std::vector<ClaimDevice> devices;
+    const char* error;  // "" when accepted
+  } cases[] = {
+      {"ours: two shares of one GPU add up", ours, {a, b}, ""},
+      {"nvidia: one share", nvidia, {a}, ""},
+      {"nvidia: two shares of one GPU",
+       nvidia,
+       {a, b_equal},
+       "the claim's 2 shares: two shares of GPU GPU-a in one container"},
+      {"nvidia: shares of two GPUs, one limit", nvidia, {a, other_gpu}, ""},
+      {"nvidia: shares of two GPUs, two limits",
+       nvidia,
+       {a, other_gpu_less},
+       "the claim's 2 shares: shares with 2 different memory limits"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    absl::StatusOr<std::vector<cdi::CdiDevice>> out =
+        ClaimCdiDevices("u-1", c.devices, "gpu.nvidia.com", "", {c.hook});
+    if (std::string(c.error).empty()) {
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_EQ(out->size(), c.devices.size());
+    } else {
+      EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_THAT(out.status().message(), HasSubstr(c.error));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gdp::dra

@@ -195,6 +195,29 @@ TEST_F(PreparerTest, ASharesLimitNeedsAHookAndWholeMiB) {
   EXPECT_EQ(p->prepared(), 0u);
 }
 
+// NVIDIA's hook has one limit per container, taken from the env: two
+// shares of one GPU in one claim (whose container gets both) are refused
+// at prepare; one share per claim is fine.
+TEST_F(PreparerTest, NvidiasHookRefusesTwoSharesOfOneGpuInOneClaim) {
+  base_->memory_limit_hook = cdi::MemoryLimitHook{
+      cdi::MemoryLimitHook::Kind::kNvidia, "/usr/bin/nvidia-cdi-hook", "/"};
+  reader_.claims["ns/two"] =
+      Allocated("two", "u-two",
+                {Share("gpu-0", "s-1", 4ull << 30),
+                 Share("gpu-0", "s-2", 4ull << 30, "other")});
+  reader_.claims["ns/one"] =
+      Allocated("one", "u-one", {Share("gpu-0", "s-3", 4ull << 30)});
+  auto p = Make();
+  ASSERT_TRUE(p->Start().ok());
+  auto out = p->Prepare({{"ns", "two", "u-two"}, {"ns", "one", "u-one"}});
+  EXPECT_THAT(out["u-two"].error,
+              HasSubstr("the claim's 2 shares: two shares of GPU GPU-0 in one "
+                        "container: NVIDIA's hook cannot add their limits up"));
+  EXPECT_FALSE(fs::exists(SpecPath("u-two")));
+  EXPECT_EQ(out["u-one"].error, "");
+  EXPECT_EQ(p->prepared(), 1u);
+}
+
 TEST_F(PreparerTest, EachBadClaimFailsAlone) {
   reader_.claims["ns/other-pool"] = Allocated(
       "other-pool", "u-2", {{"gpu", "gpu.nvidia.com", "node-2", "gpu-0"}});
