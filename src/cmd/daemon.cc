@@ -433,9 +433,9 @@ absl::Status Daemon::Reload(const absl::StatusOr<Config>& loaded) {
   // The rule a rediscovery follows too (Follow): what NVML cannot describe
   // now stays as it was served.
   NodeGpus node = KeepUndescribed(node_, *std::move(found));
-  for (const absl::Status& s : node.unusable) {
+  for (const LeftOut& u : node.unusable) {
     LOG_WARN("NVML cannot describe: {} (what was served there stays listed)",
-             s.message());
+             u.error.message());
   }
   if (absl::Status s = Apply(*loaded, node); !s.ok()) {
     LOG_ERROR("Config reload failed, restoring the running config: {}",
@@ -488,9 +488,9 @@ absl::StatusOr<bool> Daemon::Follow(NodeGpus found) {
   std::vector<std::string> changes = LayoutChanges(node_, node);
   if (changes.empty()) return false;
   LOG_INFO("The node's GPUs changed: {}", absl::StrJoin(changes, "; "));
-  for (const absl::Status& s : node.unusable) {
+  for (const LeftOut& u : node.unusable) {
     LOG_WARN("NVML cannot describe: {} (what was served there stays listed)",
-             s.message());
+             u.error.message());
   }
   if (absl::Status s = Apply(config_, node); !s.ok()) {
     LOG_ERROR("Cannot serve the changed GPUs, keeping the running ones: {}",

@@ -4,11 +4,7 @@
 #include <optional>
 #include <utility>
 
-#include "absl/status/status.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/string_view.h"
 
 namespace gdp {
 namespace {
@@ -27,37 +23,6 @@ T* FindByUuidMutable(std::vector<T>& v, const std::string& uuid) {
     if (x.uuid == uuid) return &x;
   }
   return nullptr;
-}
-
-// Where a discovery left something out: GPU `gpu` (its NVML index), or its
-// MIG device `mig` (the MIG device's index under it).
-struct Slot {
-  unsigned gpu = 0;
-  std::optional<unsigned> mig;
-};
-
-// The slot an entry of NodeGpus::unusable names ("GPU 3: ...",
-// "GPU 0 MIG 2: ...", as DiscoverGpus writes them); nullopt for an entry
-// that names none.
-std::optional<Slot> SlotOf(const absl::Status& s) {
-  absl::string_view text = s.message();
-  const size_t colon = text.find(':');
-  if (colon == absl::string_view::npos) return std::nullopt;
-  std::vector<absl::string_view> words =
-      absl::StrSplit(text.substr(0, colon), ' ');
-  Slot slot;
-  if (words.size() != 2 && words.size() != 4) return std::nullopt;
-  if (words[0] != "GPU" || !absl::SimpleAtoi(words[1], &slot.gpu)) {
-    return std::nullopt;
-  }
-  if (words.size() == 4) {
-    unsigned mig = 0;
-    if (words[2] != "MIG" || !absl::SimpleAtoi(words[3], &mig)) {
-      return std::nullopt;
-    }
-    slot.mig = mig;
-  }
-  return slot;
 }
 
 std::string MigName(const MigInfo& m) {
@@ -131,13 +96,11 @@ std::vector<std::string> LayoutChanges(const NodeGpus& before,
 NodeGpus KeepUndescribed(const NodeGpus& served, NodeGpus found) {
   std::vector<unsigned> gpu_slots;  // GPU slots left out, not yet claimed
   std::vector<std::pair<unsigned, unsigned>> mig_slots;  // (GPU, MIG)
-  for (const absl::Status& s : found.unusable) {
-    std::optional<Slot> slot = SlotOf(s);
-    if (!slot.has_value()) continue;
-    if (slot->mig.has_value()) {
-      mig_slots.emplace_back(slot->gpu, *slot->mig);
+  for (const LeftOut& u : found.unusable) {
+    if (u.mig.has_value()) {
+      mig_slots.emplace_back(u.gpu, *u.mig);
     } else {
-      gpu_slots.push_back(slot->gpu);
+      gpu_slots.push_back(u.gpu);
     }
   }
   if (gpu_slots.empty() && mig_slots.empty()) return found;

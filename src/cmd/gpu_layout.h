@@ -32,8 +32,8 @@ std::vector<std::string> LayoutChanges(const NodeGpus& before,
 // What to serve of a discovery, `found`, while `served` is served: the one
 // rule for a reload and a rediscovery (docs/health.md, "A GPU NVML cannot
 // describe"). A unit NVML still lists but cannot describe is left out of
-// `found` (an entry of found.unusable names its slot: "GPU 3: ...",
-// "GPU 0 MIG 2: ..."); the served unit in that slot stays, as it was
+// `found` (found.unusable holds its slot: GPU index, MIG index); the served
+// unit in that slot stays, as it was
 // served, so it stays listed (unhealthy, from the health monitor) under
 // its ID until a discovery describes it again or NVML lists it no more.
 // Precisely, `found` plus:

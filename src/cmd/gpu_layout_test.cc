@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 
 namespace gdp {
 namespace {
@@ -71,7 +73,12 @@ TEST(LayoutChangesTest, Table) {
        },
        {}},
       {"unusable GPUs count only by their absence",
-       [](NodeGpus& n) { n.unusable.push_back(absl::UnknownError("GPU 3")); },
+       [](NodeGpus& n) {
+         n.unusable.push_back(
+             LeftOut{.gpu = 3,
+                     .mig = std::nullopt,
+                     .error = absl::UnknownError("GPU 3: lost")});
+       },
        {}},
       {"MIG devices of a GPU without MIG are not served",
        [](NodeGpus& n) { n.gpus[1].migs = {Mig(0, "MIG-9", "7g.80gb", 0)}; },
@@ -176,10 +183,15 @@ NodeGpus Three() {
   return n;
 }
 
-// A discovery's entry for a GPU (or MIG device) NVML cannot describe, as
-// DiscoverGpus names it.
-absl::Status Lost(const std::string& what) {
-  return absl::UnavailableError(what + ": GPU is lost");
+// A discovery's entry for GPU `gpu` (or its MIG device `mig`) that NVML
+// cannot describe, as DiscoverGpus makes it.
+LeftOut Lost(unsigned gpu, std::optional<unsigned> mig = std::nullopt) {
+  const std::string slot = mig.has_value()
+                               ? absl::StrCat("GPU ", gpu, " MIG ", *mig)
+                               : absl::StrCat("GPU ", gpu);
+  return {.gpu = gpu,
+          .mig = mig,
+          .error = absl::UnavailableError(slot + ": GPU is lost")};
 }
 
 TEST(KeepUndescribedTest, Table) {
@@ -202,14 +214,14 @@ TEST(KeepUndescribedTest, Table) {
        Base(),
        [](NodeGpus& n) {
          n.gpus.erase(n.gpus.begin());
-         n.unusable = {Lost("GPU 0")};
+         n.unusable = {Lost(0)};
        },
        {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-B"}},
       {"a MIG device left out stays",
        Base(),
        [](NodeGpus& n) {
          n.gpus[0].migs.erase(n.gpus[0].migs.begin());
-         n.unusable = {Lost("GPU 0 MIG 0")};
+         n.unusable = {Lost(0, 0)};
        },
        {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-B"}},
       {"additions are followed",
@@ -220,7 +232,7 @@ TEST(KeepUndescribedTest, Table) {
          n.gpus.push_back(n.gpus[1]);
          n.gpus.back().uuid = "GPU-C";
          n.gpus.back().index = 2;
-         n.unusable = {Lost("GPU 0 MIG 0")};
+         n.unusable = {Lost(0, 0)};
        },
        {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-A/MIG-5", "GPU-B",
         "GPU-C"}},
@@ -229,7 +241,7 @@ TEST(KeepUndescribedTest, Table) {
        [](NodeGpus& n) {
          n.gpus[0].mig_enabled = false;
          n.gpus[0].migs.clear();
-         n.unusable = {Lost("GPU 1 MIG 0")};
+         n.unusable = {Lost(1, 0)};
        },
        {"GPU-A", "GPU-B"}},
       // Narrowed: only what sits where the discovery left something out.
@@ -238,7 +250,7 @@ TEST(KeepUndescribedTest, Table) {
        [](NodeGpus& n) {
          n.gpus.pop_back();
          n.gpus[0].migs.pop_back();
-         n.unusable = {Lost("GPU 0 MIG 1")};
+         n.unusable = {Lost(0, 1)};
        },
        {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2"}},
       {"a MIG device gone while a GPU is left out goes",
@@ -246,21 +258,21 @@ TEST(KeepUndescribedTest, Table) {
        [](NodeGpus& n) {
          n.gpus.pop_back();
          n.gpus[0].migs.erase(n.gpus[0].migs.begin());
-         n.unusable = {Lost("GPU 1")};
+         n.unusable = {Lost(1)};
        },
        {"GPU-A", "GPU-A/MIG-2", "GPU-B"}},
       {"a MIG device stays only in its own slot",
        Base(),
        [](NodeGpus& n) {
          n.gpus[0].migs.clear();
-         n.unusable = {Lost("GPU 0 MIG 1")};
+         n.unusable = {Lost(0, 1)};
        },
        {"GPU-A", "GPU-A/MIG-2", "GPU-B"}},
       {"one GPU left out keeps one GPU: the one served in its slot",
        Three(),
        [](NodeGpus& n) {
          n.gpus.resize(1);
-         n.unusable = {Lost("GPU 1")};
+         n.unusable = {Lost(1)};
        },
        {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2", "GPU-B"}},
       {"a GPU left out of another slot: the indices moved",
@@ -270,16 +282,9 @@ TEST(KeepUndescribedTest, Table) {
          n.gpus.erase(n.gpus.begin());
          n.gpus[0].index = 0;
          n.gpus.pop_back();
-         n.unusable = {Lost("GPU 1")};
+         n.unusable = {Lost(1)};
        },
        {"GPU-B", "GPU-C"}},
-      {"an entry naming no unit keeps nothing",
-       Base(),
-       [](NodeGpus& n) {
-         n.gpus.pop_back();
-         n.unusable = {absl::UnknownError("the GPUs: unknown error")};
-       },
-       {"GPU-A", "GPU-A/MIG-1", "GPU-A/MIG-2"}},
   };
   for (const Case& c : cases) {
     NodeGpus found = c.served;
@@ -295,7 +300,7 @@ TEST(KeepUndescribedTest, AGpuKeptInAnotherSlotTakesItsIndex) {
   found.gpus.erase(found.gpus.begin());
   found.gpus[0].index = 0;
   found.gpus.pop_back();
-  found.unusable = {Lost("GPU 1")};
+  found.unusable = {Lost(1)};
   NodeGpus got = KeepUndescribed(Three(), found);
   ASSERT_EQ(got.gpus.size(), 2u);
   EXPECT_EQ(got.gpus[1].uuid, "GPU-C");

@@ -127,7 +127,7 @@ bool OpenAndDiscover(const Config& cfg, StopState* stop, Endpoints* endpoints,
       error = !found.ok() ? found.status()
               : found->unusable.empty()
                   ? absl::NotFoundError("NVML reports no GPUs")
-                  : found->unusable.front();
+                  : found->unusable.front().error;
     }
     endpoints->NvmlNotLoaded(error);
     if (cfg.fail_on_init_error) {
@@ -160,8 +160,8 @@ void LogGpus(const Nvml& nvml, const NodeGpus& node) {
            nvml.library_path(), node.driver_version,
            node.cuda_driver_version / 1000,
            node.cuda_driver_version % 1000 / 10, node.gpus.size());
-  for (const absl::Status& s : node.unusable) {
-    LOG_ERROR("Leaving out a GPU NVML cannot describe: {}", s.message());
+  for (const LeftOut& u : node.unusable) {
+    LOG_ERROR("Leaving out a GPU NVML cannot describe: {}", u.error.message());
   }
   for (const GpuInfo& g : node.gpus) {
     LOG_INFO(
@@ -187,8 +187,8 @@ int Discover(const Config& cfg) {
     std::cerr << "gpu-device-plugin: " << node.status().message() << "\n";
     return 1;
   }
-  for (const absl::Status& s : node->unusable) {
-    std::cerr << "gpu-device-plugin: left out: " << s.message() << "\n";
+  for (const LeftOut& u : node->unusable) {
+    std::cerr << "gpu-device-plugin: left out: " << u.error.message() << "\n";
   }
   nlohmann::json out = {{"nvml_library", (*nvml)->library_path()},
                         {"driver_version", node->driver_version},

@@ -31,8 +31,14 @@ absl::Status ForGpu(unsigned index, const absl::Status& s) {
   return Prefixed(absl::StrCat("GPU ", index), s);
 }
 
-absl::Status ForMig(unsigned gpu, unsigned mig, const absl::Status& s) {
-  return Prefixed(absl::StrCat("GPU ", gpu, " MIG ", mig), s);
+LeftOut GpuLeftOut(unsigned index, const absl::Status& s) {
+  return {.gpu = index, .mig = std::nullopt, .error = ForGpu(index, s)};
+}
+
+LeftOut MigLeftOut(unsigned gpu, unsigned mig, const absl::Status& s) {
+  return {.gpu = gpu,
+          .mig = mig,
+          .error = Prefixed(absl::StrCat("GPU ", gpu, " MIG ", mig), s)};
 }
 
 // The name `name_of` gives an identity fact NVML answered, "Unknown" when
@@ -127,7 +133,7 @@ absl::StatusOr<MigInfo> DescribeMig(const Nvml& nvml, nvmlDevice_t gpu,
 // describe is left out with its error in *unusable. Result on failure: the
 // MIG devices cannot be enumerated, or the GPU was lost meanwhile.
 absl::Status DiscoverMigs(const Nvml& nvml, nvmlDevice_t gpu, GpuInfo* g,
-                          std::vector<absl::Status>* unusable) {
+                          std::vector<LeftOut>* unusable) {
   auto count = nvml.MaxMigDeviceCount(gpu);
   if (!count.ok()) return count.status();
   std::optional<GiProfiles> profiles;
@@ -137,7 +143,7 @@ absl::Status DiscoverMigs(const Nvml& nvml, nvmlDevice_t gpu, GpuInfo* g,
     // A GPU lost on the way is lost as a whole, not MIG device by device.
     if (NvmlCode(mig.status()) == NVML_ERROR_GPU_IS_LOST) return mig.status();
     if (!mig.ok()) {
-      unusable->push_back(ForMig(g->index, j, mig.status()));
+      unusable->push_back(MigLeftOut(g->index, j, mig.status()));
       continue;
     }
     if (!profiles.has_value()) {
@@ -151,7 +157,7 @@ absl::Status DiscoverMigs(const Nvml& nvml, nvmlDevice_t gpu, GpuInfo* g,
     } else if (NvmlCode(info.status()) == NVML_ERROR_GPU_IS_LOST) {
       return info.status();
     } else {
-      unusable->push_back(ForMig(g->index, j, info.status()));
+      unusable->push_back(MigLeftOut(g->index, j, info.status()));
     }
   }
   return absl::OkStatus();
@@ -170,7 +176,7 @@ const GpuInfo* InSameSlot(const NodeGpus* known, const GpuInfo& g) {
 absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
                                     const std::string& sysfs_root,
                                     const NodeGpus* known,
-                                    std::vector<absl::Status>* unusable) {
+                                    std::vector<LeftOut>* unusable) {
   GpuInfo g;
   g.index = index;
   auto handle = nvml.DeviceByIndex(index);
@@ -357,13 +363,13 @@ absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
   auto count = nvml.DeviceCount();
   if (!count.ok()) return count.status();
   for (unsigned i = 0; i < *count; ++i) {
-    std::vector<absl::Status> mig_errors;
+    std::vector<LeftOut> mig_errors;
     auto gpu = DiscoverOne(nvml, i, sysfs_root, known, &mig_errors);
     if (gpu.ok()) {
       node.gpus.push_back(*std::move(gpu));
-      for (absl::Status& s : mig_errors) node.unusable.push_back(std::move(s));
+      for (LeftOut& s : mig_errors) node.unusable.push_back(std::move(s));
     } else {
-      node.unusable.push_back(ForGpu(i, gpu.status()));
+      node.unusable.push_back(GpuLeftOut(i, gpu.status()));
     }
   }
   return node;

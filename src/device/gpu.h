@@ -3,6 +3,7 @@
 #define GDP_DEVICE_GPU_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,13 +56,20 @@ struct GpuInfo {
   std::vector<MigInfo> migs;  // when mig_enabled, ordered by index
 };
 
-struct NodeGpus {
-  std::string driver_version;   // e.g. "550.54.15"
-  int cuda_driver_version = 0;  // e.g. 12040 for CUDA 12.4
-  std::vector<GpuInfo> gpus;    // usable GPUs, ordered by index
-  // One per GPU or MIG device left out, naming it ("GPU 3: ...",
+// A GPU or MIG device that discovery left out: its slot and why.
+struct LeftOut {
+  unsigned gpu = 0;             // the GPU's NVML index
+  std::optional<unsigned> mig;  // the MIG device's index on it; none: the GPU
+  // NVML's error, its message naming the slot ("GPU 3: ...",
   // "GPU 0 MIG 2: ...").
-  std::vector<absl::Status> unusable;
+  absl::Status error;
+};
+
+struct NodeGpus {
+  std::string driver_version;     // e.g. "550.54.15"
+  int cuda_driver_version = 0;    // e.g. 12040 for CUDA 12.4
+  std::vector<GpuInfo> gpus;      // usable GPUs, ordered by index
+  std::vector<LeftOut> unusable;  // one per GPU or MIG device left out
 };
 
 // Enumerates every GPU through `nvml`, reading each GPU's NUMA node from

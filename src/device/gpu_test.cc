@@ -268,9 +268,11 @@ TEST_F(DiscoveryTest, LostGpuIsLeftOutAndTheOthersServed) {
   ASSERT_TRUE(node.ok()) << node.status();
   EXPECT_EQ(node->gpus.size(), 7u);
   ASSERT_EQ(node->unusable.size(), 1u);
-  EXPECT_THAT(std::string(node->unusable[0].message()),
+  EXPECT_THAT(std::string(node->unusable[0].error.message()),
               ::testing::StartsWith("GPU 5: "));
-  EXPECT_EQ(NvmlCode(node->unusable[0]), NVML_ERROR_GPU_IS_LOST);
+  EXPECT_EQ(node->unusable[0].gpu, 5u);
+  EXPECT_FALSE(node->unusable[0].mig.has_value());
+  EXPECT_EQ(NvmlCode(node->unusable[0].error), NVML_ERROR_GPU_IS_LOST);
 }
 
 TEST(MigProfileNameTest, Table) {
@@ -442,9 +444,11 @@ TEST_F(DiscoveryTest, MigDeviceNvmlCannotDescribeIsLeftOut) {
   absl::StatusOr<NodeGpus> node = DiscoverAfterFault("fail-mig 0 1 999");
   ASSERT_TRUE(node.ok()) << node.status();
   ASSERT_EQ(node->unusable.size(), 1u);
-  EXPECT_THAT(std::string(node->unusable[0].message()),
+  EXPECT_THAT(std::string(node->unusable[0].error.message()),
               ::testing::StartsWith("GPU 0 MIG 1: nvmlDeviceGetUUID: "));
-  EXPECT_EQ(NvmlCode(node->unusable[0]), NVML_ERROR_UNKNOWN);
+  EXPECT_EQ(node->unusable[0].gpu, 0u);
+  EXPECT_EQ(node->unusable[0].mig, std::optional<unsigned>(1));
+  EXPECT_EQ(NvmlCode(node->unusable[0].error), NVML_ERROR_UNKNOWN);
   ASSERT_EQ(node->gpus.size(), 2u);
   std::vector<unsigned> indexes;
   for (const MigInfo& m : node->gpus[0].migs) indexes.push_back(m.index);
@@ -456,7 +460,7 @@ TEST_F(DiscoveryTest, LostMigGpuIsLeftOut) {
   absl::StatusOr<NodeGpus> node = DiscoverAfterFault("lose 0");
   ASSERT_TRUE(node.ok()) << node.status();
   ASSERT_EQ(node->unusable.size(), 1u);
-  EXPECT_THAT(std::string(node->unusable[0].message()),
+  EXPECT_THAT(std::string(node->unusable[0].error.message()),
               ::testing::StartsWith("GPU 0: "));
   ASSERT_EQ(node->gpus.size(), 1u);
   EXPECT_EQ(node->gpus[0].index, 1u);

@@ -67,8 +67,9 @@ absl::Status LabelLoop::Step() {
     absl::StatusOr<NodeGpus> found = *std::move(run);
     if (!found.ok()) return found.status();
     node = *std::move(found);
-    for (const absl::Status& s : node.unusable) {
-      VLOG(1, "Not labelling a GPU NVML cannot describe: {}", s.message());
+    for (const LeftOut& u : node.unusable) {
+      VLOG(1, "Not labelling a GPU NVML cannot describe: {}",
+           u.error.message());
     }
   }
   NodeFacts facts = ReadNodeFacts(node, config, stamp);

@@ -177,7 +177,9 @@ TEST(SplitDeviceApisTest, RefusesAUnitBothWouldOffer) {
 
 TEST(SplitDeviceApisTest, UnusableStayWithTheDevicePlugin) {
   NodeGpus n = Node();
-  n.unusable.push_back(absl::UnavailableError("GPU 9: lost"));
+  n.unusable.push_back(LeftOut{.gpu = 9,
+                               .mig = std::nullopt,
+                               .error = absl::UnavailableError("GPU 9: lost")});
   absl::StatusOr<DeviceApiSplit> s =
       SplitDeviceApis(n, WithApi(DeviceApi::kBoth, List({"0"})));
   ASSERT_TRUE(s.ok());
