@@ -29,8 +29,8 @@ bool Eventually(const std::function<bool()>& done,
 
 // Base fixture with a temporary directory of its own (a TempDir). SetUp
 // clears FAKE_NVML_MACHINE, FAKE_NVML_CONTROL, FAKE_NVML_MEMORY_LIMITS,
-// FAKE_NVML_MIG_STATE and FAKE_NVML_EUID; TearDown shuts the library down completely (and clears
-// them again).
+// FAKE_NVML_MIG_STATE and FAKE_NVML_EUID; TearDown shuts the library down
+// completely (and clears them again).
 class FakeNvmlTest : public ::testing::Test {
  protected:
   void SetUp() override;

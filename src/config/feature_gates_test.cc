@@ -21,8 +21,7 @@ TEST(FeatureGatesTest, ParsesAsComponentBaseDoes) {
       {"ConsumableShares=true", true, ""},
       {" ConsumableShares = True ,", true, ""},  // trimmed; empty items
       {"ConsumableShares=1,ConsumableShares=f", false, ""},  // last wins
-      {"ConsumableShares=T,MPSSupport=true,TimeSlicingSettings=true", true,
-       ""},
+      {"ConsumableShares=T,MPSSupport=true,TimeSlicingSettings=true", true, ""},
       // Helm's template in NVIDIA's chart leaves a trailing comma.
       {"NVMLDeviceHealthCheck=true,ContextualLogging=false,", false, ""},
       {"IMEXDaemonsWithDNSNames=false,ComputeDomainCliques=false", false, ""},
@@ -31,7 +30,8 @@ TEST(FeatureGatesTest, ParsesAsComponentBaseDoes) {
       {"ConsumableShares", false, "missing bool value for ConsumableShares"},
       {"ConsumableShares=yes", false,
        "invalid value of ConsumableShares=yes (true or false)"},
-      {"consumableShares=true", false, "unknown feature gate 'consumableShares'"},
+      {"consumableShares=true", false,
+       "unknown feature gate 'consumableShares'"},
       {"Bogus=false", false, "unknown feature gate 'Bogus'"},
       {"DynamicMIG=true", false,
        "DynamicMIG=true is not supported: MIG devices are created on demand "
@@ -85,19 +85,20 @@ TEST(FeatureGatesTest, EveryGateAcceptsItsDefault) {
     EXPECT_TRUE(names.emplace(g.name).second);
     EXPECT_FALSE(g.meaning.empty());
     FeatureGates gates;
-    EXPECT_TRUE(ParseFeatureGates(
-                    absl::StrCat(g.name, "=", g.nvidia_default ? "true" : "false"),
-                    &gates)
-                    .ok());
+    EXPECT_TRUE(
+        ParseFeatureGates(
+            absl::StrCat(g.name, "=", g.nvidia_default ? "true" : "false"),
+            &gates)
+            .ok());
     if (g.support == GateSupport::kNoEffect) {
-      EXPECT_TRUE(ParseFeatureGates(
-                      absl::StrCat(g.name, "=",
-                                   g.nvidia_default ? "false" : "true",
-                                   g.name == "IMEXDaemonsWithDNSNames"
-                                       ? ",ComputeDomainCliques=false"
-                                       : ""),
-                      &gates)
-                      .ok());
+      EXPECT_TRUE(
+          ParseFeatureGates(
+              absl::StrCat(g.name, "=", g.nvidia_default ? "false" : "true",
+                           g.name == "IMEXDaemonsWithDNSNames"
+                               ? ",ComputeDomainCliques=false"
+                               : ""),
+              &gates)
+              .ok());
     }
   }
   EXPECT_EQ(names.count("ConsumableShares"), 1u);
@@ -142,10 +143,10 @@ TEST(ConsumableSharesTest, ParsesNvidiasValues) {
     absl::Status s = ParseConsumableShares(c.text, &shares);
     ASSERT_EQ(s.ok(), c.ok) << s;
     if (!c.ok) {
-      EXPECT_EQ(std::string(s.message()).rfind(
-                    "must be disabled, memory, unlimited or a number of "
-                    "shares from 2 to 1024",
-                    0),
+      EXPECT_EQ(std::string(s.message())
+                    .rfind("must be disabled, memory, unlimited or a number of "
+                           "shares from 2 to 1024",
+                           0),
                 0u);
       EXPECT_NE(s.message().find(absl::StrCat("got '", c.text, "'")),
                 absl::string_view::npos);
