@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "fake_nvml/shared_file.h"
 
 namespace gdp::fake_nvml {
 namespace {
@@ -40,39 +41,6 @@ bool Live(const CgroupDir& cgroup) {
 bool SameKey(const MemoryLimitEntry& a, const MemoryLimitEntry& b) {
   return a.uuid == b.uuid && a.cgroup.dev == b.cgroup.dev &&
          a.cgroup.ino == b.cgroup.ino;
-}
-
-// Reads the whole file at `path` (at most kMaxMemoryLimitsFileBytes) into
-// *text; a missing file is empty.
-absl::Status ReadFile(const std::string& path, std::string* text) {
-  text->clear();
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return absl::OkStatus();
-    return absl::InternalError(
-        absl::StrCat("memory limits file ", path, ": ", ErrnoText(errno)));
-  }
-  char buffer[65536];
-  absl::Status status;
-  for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      status = absl::InternalError(
-          absl::StrCat("memory limits file ", path, ": ", ErrnoText(errno)));
-      break;
-    }
-    if (n == 0) break;
-    text->append(buffer, static_cast<size_t>(n));
-    if (text->size() > kMaxMemoryLimitsFileBytes) {
-      status = absl::DataLossError(
-          absl::StrCat("memory limits file ", path, ": larger than ",
-                       kMaxMemoryLimitsFileBytes, " bytes"));
-      break;
-    }
-  }
-  close(fd);
-  return status;
 }
 
 // Every entry of `text`, live or not.
@@ -106,37 +74,6 @@ absl::StatusOr<std::vector<MemoryLimitEntry>> Parse(const std::string& path,
     }
   }
   return entries;
-}
-
-// Writes `text` to `path` atomically: a temporary file beside it, renamed.
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::InternalError(
-        absl::StrCat("memory limits file ", tmp, ": ", ErrnoText(errno)));
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return absl::InternalError(
-          absl::StrCat("memory limits file ", tmp, ": ", ErrnoText(err)));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (close(fd) != 0 || rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    return absl::InternalError(
-        absl::StrCat("memory limits file ", path, ": ", ErrnoText(err)));
-  }
-  return absl::OkStatus();
 }
 
 std::string JsonString(absl::string_view s) {
@@ -212,7 +149,11 @@ absl::StatusOr<CgroupDir> ResolveCgroup(const char* name_space) {
 
 std::optional<CgroupDir> OwnCgroup() {
   std::string text;
-  if (!ReadFile("/proc/self/mountinfo", &text).ok()) return std::nullopt;
+  if (!ReadSharedFile("memory limits", "/proc/self/mountinfo",
+                      kMaxMemoryLimitsFileBytes, &text)
+           .ok()) {
+    return std::nullopt;
+  }
   std::string mount;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     // ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS... - FSTYPE SOURCE ...
@@ -226,7 +167,9 @@ std::optional<CgroupDir> OwnCgroup() {
     if (fields.size() >= 5) mount = std::string(fields[4]);
     break;
   }
-  if (mount.empty() || !ReadFile("/proc/self/cgroup", &text).ok()) {
+  if (mount.empty() || !ReadSharedFile("memory limits", "/proc/self/cgroup",
+                                       kMaxMemoryLimitsFileBytes, &text)
+                            .ok()) {
     return std::nullopt;
   }
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -268,7 +211,11 @@ std::optional<std::string> MemoryLimitsPath(absl::string_view memory_limits_env,
 absl::StatusOr<std::vector<MemoryLimitEntry>> ReadMemoryLimits(
     const std::string& path) {
   std::string text;
-  if (absl::Status s = ReadFile(path, &text); !s.ok()) return s;
+  if (absl::Status s = ReadSharedFile("memory limits", path,
+                                      kMaxMemoryLimitsFileBytes, &text);
+      !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::vector<MemoryLimitEntry>> all = Parse(path, text);
   if (!all.ok()) return all.status();
   std::vector<MemoryLimitEntry> live;
@@ -295,26 +242,10 @@ absl::StatusOr<MemoryLimitEntry> LookupMemoryLimits(const std::string& path,
 
 absl::Status UpdateMemoryLimits(const std::string& path,
                                 const MemoryLimitEntry& entry) {
-  const std::string lock_path = absl::StrCat(path, ".lock");
-  const int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock < 0) {
-    return absl::InternalError(
-        absl::StrCat("memory limits lock ", lock_path, ": ", ErrnoText(errno)));
-  }
-  while (flock(lock, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      const int err = errno;
-      close(lock);
-      return absl::InternalError(
-          absl::StrCat("memory limits lock ", lock_path, ": ", ErrnoText(err)));
-    }
-  }
-  absl::Status status;
-  absl::StatusOr<std::vector<MemoryLimitEntry>> entries =
-      ReadMemoryLimits(path);
-  if (!entries.ok()) {
-    status = entries.status();
-  } else {
+  return WithSharedFileLock("memory limits", path, [&]() -> absl::Status {
+    absl::StatusOr<std::vector<MemoryLimitEntry>> entries =
+        ReadMemoryLimits(path);
+    if (!entries.ok()) return entries.status();
     const bool clear = entry.soft == 0 && entry.hard == kMemoryLimitMax;
     bool replaced = false;
     std::vector<MemoryLimitEntry> kept;
@@ -333,21 +264,18 @@ absl::Status UpdateMemoryLimits(const std::string& path,
                        std::tie(y.gpu, y.cgroup.path, y.uuid);
               });
     if (kept.size() > kMaxMemoryLimitEntries) {
-      status = absl::ResourceExhaustedError(
+      return absl::ResourceExhaustedError(
           absl::StrCat("memory limits file ", path, ": more than ",
                        kMaxMemoryLimitEntries, " cgroups limited"));
-    } else {
-      std::string text = absl::StrCat(kHeader, "\n");
-      for (const MemoryLimitEntry& e : kept) {
-        absl::StrAppend(&text, e.uuid, " ", e.gpu, " ", e.cgroup.dev, " ",
-                        e.cgroup.ino, " ", e.soft, " ", e.hard, " ",
-                        e.cgroup.path, "\n");
-      }
-      status = WriteFile(path, text);
     }
-  }
-  close(lock);  // releases the flock
-  return status;
+    std::string text = absl::StrCat(kHeader, "\n");
+    for (const MemoryLimitEntry& e : kept) {
+      absl::StrAppend(&text, e.uuid, " ", e.gpu, " ", e.cgroup.dev, " ",
+                      e.cgroup.ino, " ", e.soft, " ", e.hard, " ",
+                      e.cgroup.path, "\n");
+    }
+    return WriteSharedFile("memory limits", path, text);
+  });
 }
 
 std::string FormatMemoryLimitText(const MemoryLimitEntry& entry) {

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "fake_nvml/shared_file.h"
 
 namespace gdp::fake_nvml {
 namespace {
@@ -70,42 +71,6 @@ void SortInstances(Gpu* gpu) {
   std::sort(
       gpu->gpu_instances.begin(), gpu->gpu_instances.end(),
       [](const GpuInstance& a, const GpuInstance& b) { return a.id < b.id; });
-}
-
-std::string ErrnoText(int err) { return std::strerror(err); }
-
-absl::Status ReadFile(const std::string& path, std::string* text,
-                      bool* exists) {
-  text->clear();
-  *exists = false;
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return absl::OkStatus();
-    return absl::InternalError(
-        absl::StrCat("MIG state file ", path, ": ", ErrnoText(errno)));
-  }
-  *exists = true;
-  char buffer[65536];
-  absl::Status status;
-  for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      status = absl::InternalError(
-          absl::StrCat("MIG state file ", path, ": ", ErrnoText(errno)));
-      break;
-    }
-    if (n == 0) break;
-    text->append(buffer, static_cast<size_t>(n));
-    if (text->size() > kMaxMigStateFileBytes) {
-      status = absl::DataLossError(
-          absl::StrCat("MIG state file ", path, ": larger than ",
-                       kMaxMigStateFileBytes, " bytes"));
-      break;
-    }
-  }
-  close(fd);
-  return status;
 }
 
 // Parses `text` into the MIG state of `machine`'s GPUs (by index).
@@ -208,37 +173,6 @@ std::string Format(const Machine& machine) {
     }
   }
   return out;
-}
-
-absl::Status WriteFile(const std::string& path, const std::string& text) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd =
-      open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::InternalError(
-        absl::StrCat("MIG state file ", tmp, ": ", ErrnoText(errno)));
-  }
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return absl::InternalError(
-          absl::StrCat("MIG state file ", tmp, ": ", ErrnoText(err)));
-    }
-    done += static_cast<size_t>(n);
-  }
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    return absl::InternalError(
-        absl::StrCat("MIG state file ", path, ": ", ErrnoText(err)));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -463,7 +397,11 @@ MigStateStamp StampMigState(const std::string& path) {
 absl::Status ReadMigState(const std::string& path, Machine* machine) {
   std::string text;
   bool exists = false;
-  if (absl::Status s = ReadFile(path, &text, &exists); !s.ok()) return s;
+  if (absl::Status s = ReadSharedFile("MIG state", path, kMaxMigStateFileBytes,
+                                      &text, &exists);
+      !s.ok()) {
+    return s;
+  }
   if (!exists) return absl::OkStatus();
   Machine copy = *machine;
   if (absl::Status s = Parse(path, text, &copy); !s.ok()) return s;
@@ -474,34 +412,22 @@ absl::Status ReadMigState(const std::string& path, Machine* machine) {
 absl::StatusOr<nvmlReturn_t> UpdateMigState(
     const std::string& path, Machine* machine,
     absl::FunctionRef<nvmlReturn_t(Machine&)> op) {
-  const std::string lock_path = absl::StrCat(path, ".lock");
-  const int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock < 0) {
-    return absl::InternalError(
-        absl::StrCat("MIG state lock ", lock_path, ": ", ErrnoText(errno)));
-  }
-  while (flock(lock, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    const int err = errno;
-    close(lock);
-    return absl::InternalError(
-        absl::StrCat("MIG state lock ", lock_path, ": ", ErrnoText(err)));
-  }
-  absl::StatusOr<nvmlReturn_t> result = NVML_SUCCESS;
-  if (absl::Status s = ReadMigState(path, machine); !s.ok()) {
-    result = s;
-  } else {
-    Machine changed = *machine;
-    result = op(changed);
-    if (*result == NVML_SUCCESS) {
-      if (absl::Status s = WriteFile(path, Format(changed)); !s.ok()) {
-        result = s;
-      } else {
+  nvmlReturn_t result = NVML_SUCCESS;
+  absl::Status status =
+      WithSharedFileLock("MIG state", path, [&]() -> absl::Status {
+        if (absl::Status s = ReadMigState(path, machine); !s.ok()) return s;
+        Machine changed = *machine;
+        result = op(changed);
+        if (result != NVML_SUCCESS) return absl::OkStatus();
+        if (absl::Status s =
+                WriteSharedFile("MIG state", path, Format(changed));
+            !s.ok()) {
+          return s;
+        }
         *machine = std::move(changed);
-      }
-    }
-  }
-  close(lock);  // releases the flock
+        return absl::OkStatus();
+      });
+  if (!status.ok()) return status;
   return result;
 }
 
