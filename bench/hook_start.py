@@ -35,17 +35,6 @@ KIND = "bench.gdp.example/share"
 MACHINE = "hgx-h100-r615"
 
 
-def cgroup2_mount():
-  """The host's cgroup2 mount point (root "/"), or None."""
-  with open("/proc/self/mountinfo", encoding="utf-8") as f:
-    for line in f:
-      fields = line.split()
-      dash = fields.index("-")
-      if fields[dash + 1] == "cgroup2" and fields[3] == "/":
-        return fields[4]
-  return None
-
-
 def hook_alone(hook, entry, bundle, pid, runs):
   """The hook's fork-to-exit times in ms, sorted, as runc runs it for a
   container whose first process is `pid` (one warm-up run first)."""
@@ -151,7 +140,8 @@ def main():
       json.dump({"process": {"env": []},
                  "hooks": {"createRuntime": [entry]}}, f)
     # A process in a cgroup of its own, as a container's first process.
-    cg = os.path.join(cgroup2_mount(), "gdp-hook-bench-%d" % os.getpid())
+    cg = os.path.join(fixture.cgroup2_mount(),
+                      "gdp-hook-bench-%d" % os.getpid())
     os.mkdir(cg)
     sleeper = subprocess.Popen(["sleep", "300"])
     try:

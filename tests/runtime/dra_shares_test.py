@@ -14,7 +14,6 @@ other's CDI device. On a driver older than R615 with
 them) the container does not start, with the hook's message.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -37,7 +36,7 @@ SHARE_A = "a7c1e0d2-5b3f-4c8e-9d10-0f1e2d3c4b5a"
 SHARE_B = "b2d4f6a8-1c3e-4a5b-8c7d-9e0f1a2b3c4d"
 
 
-class DraSharesTest(fixture.RuntimeTest):
+class DraSharesTest(memory_limit_test.LimitChecks, fixture.RuntimeTest):
   """Two claims, each a share of gpu-0, in two containers."""
 
   def setUp(self):
@@ -45,7 +44,7 @@ class DraSharesTest(fixture.RuntimeTest):
     if not os.path.exists(memory_limit_test.HOOK):
       self.fail("%s is missing: build the gdp-cdi-hook target" %
                 memory_limit_test.HOOK)
-    if memory_limit_test.cgroup2_mount() is None:
+    if fixture.cgroup2_mount() is None:
       self.skipTest("no cgroup2 mount on this host")
     self.limits = self.path("memory-limits")
 
@@ -138,28 +137,6 @@ class DraSharesTest(fixture.RuntimeTest):
     self.assertEqual(p.returncode, 0, "%s did not start:\n%s\n%s\n%s%s" % (
         what, " ".join(cmd), p.stderr, p.stdout, self.logs()))
     return name
-
-  def cgroup_of(self, name):
-    """The container's own cgroup v2 directory, from its first process."""
-    pid = podman.podman("inspect", "--format", "{{.State.Pid}}",
-                        name).stdout.strip()
-    with open("/proc/%s/cgroup" % pid, encoding="utf-8") as f:
-      for line in f:
-        if line.startswith("0::"):
-          return os.path.join(memory_limit_test.cgroup2_mount(),
-                              line[3:].strip().lstrip("/"))
-    self.fail("container %s (pid %s) has no cgroup v2" % (name, pid))
-    return None
-
-  def applied(self):
-    """{(uuid, cgroup): (soft, hard)} as the fake NVML keeps them."""
-    p = subprocess.run([fixture.FAKE_NVML_TOOL, "memory-limits", "--get",
-                        "--json", "--limits", self.limits],
-                       capture_output=True, text=True, check=False,
-                       timeout=fixture.TIMEOUT)
-    self.assertEqual(p.returncode, 0, p.stderr)
-    return {(e["uuid"], e["cgroup"]): (e["soft"], e["hard"])
-            for e in json.loads(p.stdout or "[]")}
 
   def spec_devices(self, uid):
     """The device names in claim `uid`'s CDI spec ([] when it is gone)."""

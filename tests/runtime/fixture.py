@@ -236,3 +236,14 @@ class RuntimeTest(unittest.TestCase):
     self.assertIsNotNone(a, "no answer for %s%s" % (pod, self.logs()))
     self.assertEqual(a["event"], "allocate", "%s%s" % (a, self.logs()))
     return a
+
+
+def cgroup2_mount():
+  """The host's cgroup2 mount point (root "/"), or None."""
+  with open("/proc/self/mountinfo", encoding="utf-8") as f:
+    for line in f:
+      fields = line.split()
+      dash = fields.index("-")
+      if fields[dash + 1] == "cgroup2" and fields[3] == "/":
+        return fields[4]
+  return None

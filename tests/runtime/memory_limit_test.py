@@ -39,18 +39,34 @@ def machine_uuids(machine):
     return [g["uuid"] for g in yaml.safe_load(f)["gpus"]]
 
 
-def cgroup2_mount():
-  """The host's cgroup2 mount point (root "/")."""
-  with open("/proc/self/mountinfo", encoding="utf-8") as f:
-    for line in f:
-      fields = line.split()
-      dash = fields.index("-")
-      if fields[dash + 1] == "cgroup2" and fields[3] == "/":
-        return fields[4]
-  return None
+class LimitChecks:
+  """What a test of limits reads back: a container's own cgroup and the
+  limits the fake NVML keeps (in self.limits). Mixed into a
+  fixture.RuntimeTest."""
+
+  def cgroup_of(self, name):
+    """The container's own cgroup v2 directory, from its first process."""
+    pid = podman.podman("inspect", "--format", "{{.State.Pid}}",
+                        name).stdout.strip()
+    with open("/proc/%s/cgroup" % pid, encoding="utf-8") as f:
+      for line in f:
+        if line.startswith("0::"):
+          return os.path.join(fixture.cgroup2_mount(), line[3:].strip().lstrip("/"))
+    self.fail("container %s (pid %s) has no cgroup v2" % (name, pid))
+    return None
+
+  def applied(self):
+    """{(uuid, cgroup): (soft, hard)} as the fake NVML keeps them."""
+    p = subprocess.run([fixture.FAKE_NVML_TOOL, "memory-limits", "--get",
+                        "--json", "--limits", self.limits],
+                       capture_output=True, text=True, check=False,
+                       timeout=fixture.TIMEOUT)
+    self.assertEqual(p.returncode, 0, p.stderr)
+    return {(e["uuid"], e["cgroup"]): (e["soft"], e["hard"])
+            for e in json.loads(p.stdout or "[]")}
 
 
-class MemoryLimitTest(fixture.RuntimeTest):
+class MemoryLimitTest(LimitChecks, fixture.RuntimeTest):
   """Containers started by podman + runc with our hook in their CDI
   devices."""
 
@@ -58,7 +74,7 @@ class MemoryLimitTest(fixture.RuntimeTest):
     super().setUp()
     if not os.path.exists(HOOK):
       self.fail("%s is missing: build the gdp-cdi-hook target" % HOOK)
-    if cgroup2_mount() is None:
+    if fixture.cgroup2_mount() is None:
       self.skipTest("no cgroup2 mount on this host")
     self.limits = self.path("memory-limits")
 
@@ -109,27 +125,6 @@ class MemoryLimitTest(fixture.RuntimeTest):
     self.assertEqual(p.returncode, 0, "%s did not start:\n%s\n%s\n%s" % (
         what, " ".join(cmd), p.stderr, p.stdout))
     return name
-
-  def cgroup_of(self, name):
-    """The container's own cgroup v2 directory, from its first process."""
-    pid = podman.podman("inspect", "--format", "{{.State.Pid}}",
-                        name).stdout.strip()
-    with open("/proc/%s/cgroup" % pid, encoding="utf-8") as f:
-      for line in f:
-        if line.startswith("0::"):
-          return os.path.join(cgroup2_mount(), line[3:].strip().lstrip("/"))
-    self.fail("container %s (pid %s) has no cgroup v2" % (name, pid))
-    return None
-
-  def applied(self):
-    """{(uuid, cgroup): (soft, hard)} as the fake NVML keeps them."""
-    p = subprocess.run([fixture.FAKE_NVML_TOOL, "memory-limits", "--get",
-                        "--json", "--limits", self.limits],
-                       capture_output=True, text=True, check=False,
-                       timeout=fixture.TIMEOUT)
-    self.assertEqual(p.returncode, 0, p.stderr)
-    return {(e["uuid"], e["cgroup"]): (e["soft"], e["hard"])
-            for e in json.loads(p.stdout or "[]")}
 
   def test_memory_limit_shares_and_env_on_each_containers_cgroup(self):
     machine = "hgx-h100-r615"
