@@ -48,6 +48,10 @@ absl::StatusCode CodeFor(nvmlReturn_t r) {
       return absl::StatusCode::kNotFound;
     case NVML_ERROR_TIMEOUT:
       return absl::StatusCode::kDeadlineExceeded;
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+      return absl::StatusCode::kResourceExhausted;
+    case NVML_ERROR_IN_USE:
+      return absl::StatusCode::kFailedPrecondition;
     case NVML_ERROR_UNINITIALIZED:
     case NVML_ERROR_DRIVER_NOT_LOADED:
     case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
@@ -125,6 +129,7 @@ absl::StatusOr<std::unique_ptr<Nvml>> Nvml::Open(
 #define GDP_NVML_RESOLVE_OPTIONAL(name) \
   fns->name = reinterpret_cast<Fn_##name>(dlsym(lib, #name));
   GDP_NVML_MIG_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
+  GDP_NVML_MIG_MAKE_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
   GDP_NVML_WAIT_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
   GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)
   GDP_NVML_IDENTITY_SYMBOLS(GDP_NVML_RESOLVE_OPTIONAL)

@@ -271,6 +271,75 @@ class Nvml {
   absl::StatusOr<nvmlGpuInstanceProfileInfo_t> GpuInstanceProfileInfo(
       nvmlDevice_t gpu, unsigned profile) const;
 
+  // Making MIG on demand (dynamic MIG). These entry points are optional
+  // too: without one, the call needing it is Unimplemented with NvmlCode
+  // NVML_ERROR_FUNCTION_NOT_FOUND. Every error keeps NVML's code (NvmlCode),
+  // so callers tell an occupied placement (INSUFFICIENT_RESOURCES ->
+  // ResourceExhausted) from an instance in use (IN_USE) and from one that
+  // is gone (NOT_FOUND). The makers need root (NO_PERMISSION ->
+  // PermissionDenied otherwise); messages name the GPU instance, compute
+  // instance or profile concerned.
+
+  // True when the library has every entry point below.
+  bool HasMigMaking() const;
+
+  // Every placement GPU instance profile ID `profile_id` (the `id` of
+  // GpuInstanceProfileInfo) may take on GPU `gpu`, free or not, MIG mode on
+  // or off (nvmlDeviceGetGpuInstancePossiblePlacements_v2), in NVML's
+  // order. Unimplemented (NOT_SUPPORTED) for a GPU without MIG or a profile
+  // it lacks.
+  absl::StatusOr<std::vector<nvmlGpuInstancePlacement_t>>
+  GpuInstancePossiblePlacements(nvmlDevice_t gpu, unsigned profile_id) const;
+
+  // Creates a GPU instance of profile ID `profile_id` at `placement`
+  // (nvmlDeviceCreateGpuInstanceWithPlacement) and returns its GPU instance
+  // ID. ResourceExhausted (INSUFFICIENT_RESOURCES) when the placement
+  // overlaps a GPU instance or the GPU has no room for it,
+  // InvalidArgument for a placement the profile cannot take, Unimplemented
+  // (NOT_SUPPORTED) when MIG mode is off.
+  absl::StatusOr<unsigned> CreateGpuInstance(
+      nvmlDevice_t gpu, unsigned profile_id,
+      nvmlGpuInstancePlacement_t placement) const;
+
+  // Creates a compute instance of compute instance profile ID
+  // `ci_profile_id` (nvmlComputeInstanceProfileInfo_t.id; the
+  // NVML_COMPUTE_INSTANCE_PROFILE_* index it was read with, on every
+  // driver NVIDIA documents) in GPU instance `gi_id` of `gpu`
+  // (nvmlGpuInstanceCreateComputeInstance) and returns its compute
+  // instance ID. NotFound (NOT_FOUND) when `gpu` has no GPU instance
+  // `gi_id`; ResourceExhausted when the GPU instance is full; Unimplemented
+  // (NOT_SUPPORTED) for a profile the GPU instance lacks.
+  absl::StatusOr<unsigned> CreateComputeInstance(nvmlDevice_t gpu,
+                                                 unsigned gi_id,
+                                                 unsigned ci_profile_id) const;
+
+  // Destroys compute instance `ci_id` of GPU instance `gi_id`
+  // (nvmlComputeInstanceDestroy). NotFound when either is missing (an
+  // instance already destroyed), FailedPrecondition (IN_USE) while
+  // processes run on it.
+  absl::Status DestroyComputeInstance(nvmlDevice_t gpu, unsigned gi_id,
+                                      unsigned ci_id) const;
+
+  // Destroys GPU instance `gi_id` of `gpu` (nvmlGpuInstanceDestroy).
+  // NotFound when it is missing, FailedPrecondition (IN_USE) while it holds
+  // compute instances.
+  absl::Status DestroyGpuInstance(nvmlDevice_t gpu, unsigned gi_id) const;
+
+  // One GPU instance as NVML reports it.
+  struct GpuInstanceState {
+    unsigned gi_id = 0;
+    unsigned profile_id = 0;  // GPU instance profile ID
+    nvmlGpuInstancePlacement_t placement{};
+    std::vector<unsigned> ci_ids;  // its compute instances' IDs, ascending
+  };
+
+  // Every GPU instance of every profile on `gpu`, sorted by placement start
+  // (then GPU instance ID), with its compute instances. Empty when MIG mode
+  // is on and nothing is made; Unimplemented (NOT_SUPPORTED) when MIG mode
+  // is off or the GPU has no MIG.
+  absl::StatusOr<std::vector<GpuInstanceState>> GpuInstances(
+      nvmlDevice_t gpu) const;
+
   // Per-cgroup GPU memory limits (R615 / CUDA 13.4 and later), enforced by
   // the driver for every allocation made from inside the cgroup.
 

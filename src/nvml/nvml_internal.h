@@ -61,6 +61,21 @@ inline constexpr char kNvmlPayloadUrl[] = "gpu-device-plugin/nvml-return";
   X(nvmlGpuInstanceGetInfo)                       \
   X(nvmlDeviceGetGpuInstanceProfileInfo)
 
+// Making and destroying MIG instances, and listing them (dynamic MIG):
+// optional; without one, HasMigMaking() is false and the calls needing it
+// are Unimplemented.
+#define GDP_NVML_MIG_MAKE_SYMBOLS(X)               \
+  X(nvmlDeviceGetGpuInstancePossiblePlacements_v2) \
+  X(nvmlDeviceCreateGpuInstanceWithPlacement)      \
+  X(nvmlGpuInstanceDestroy)                        \
+  X(nvmlDeviceGetGpuInstances)                     \
+  X(nvmlGpuInstanceCreateComputeInstance)          \
+  X(nvmlGpuInstanceGetComputeInstances)            \
+  X(nvmlGpuInstanceGetComputeInstanceById)         \
+  X(nvmlComputeInstanceGetInfo_v2)                 \
+  X(nvmlComputeInstanceDestroy)                    \
+  X(nvmlGpuInstanceGetComputeInstanceProfileInfo)
+
 // Topology (NVLink and PCIe relations): optional; without them every GPU
 // pair is treated as unrelated.
 #define GDP_NVML_TOPOLOGY_SYMBOLS(X)     \
@@ -99,6 +114,7 @@ struct NvmlSymbols {
 #define GDP_NVML_FIELD(name) Fn_##name name = nullptr;
   GDP_NVML_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_MIG_SYMBOLS(GDP_NVML_FIELD)
+  GDP_NVML_MIG_MAKE_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_WAIT_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_TOPOLOGY_SYMBOLS(GDP_NVML_FIELD)
   GDP_NVML_IDENTITY_SYMBOLS(GDP_NVML_FIELD)
