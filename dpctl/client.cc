@@ -1,5 +1,7 @@
 #include "client.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -8,6 +10,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "events.h"
 #include "json_fields.h"
 #include "plugin_client.h"
@@ -159,7 +163,7 @@ int RunStatus(const ClientConfig& config, std::ostream& out,
 
 int RunAllocate(const ClientConfig& config,
                 const std::vector<std::vector<std::string>>& containers,
-                std::ostream& out, std::ostream& err) {
+                int repeat, std::ostream& out, std::ostream& err) {
   std::shared_ptr<PluginClient> client = Connect(config, out, err);
   if (client == nullptr) return kExitConnectError;
   v1beta1::AllocateRequest request;
@@ -168,15 +172,38 @@ int RunAllocate(const ClientConfig& config,
         request.add_container_requests();
     for (const std::string& id : ids) container->add_devices_ids(id);
   }
-  absl::StatusOr<v1beta1::AllocateResponse> response =
-      client->Allocate(request);
-  if (!response.ok()) return CallError(config, response.status(), out, err);
+  absl::StatusOr<v1beta1::AllocateResponse> response;
+  std::vector<int64_t> micros;
+  for (int i = 0; i < std::max(repeat, 1); ++i) {
+    const absl::Time start = absl::Now();
+    response = client->Allocate(request);
+    if (!response.ok()) return CallError(config, response.status(), out, err);
+    micros.push_back(absl::ToInt64Microseconds(absl::Now() - start));
+  }
   Json list = Json::array();
   for (const v1beta1::ContainerAllocateResponse& container :
        response->container_responses()) {
     list.push_back(ContainerResponseJson(container));
   }
-  return PrintContainers(config, list, &ContainerResponseText, out);
+  PrintContainers(config, list, &ContainerResponseText, out);
+  if (repeat > 1) {
+    std::sort(micros.begin(), micros.end());
+    auto at = [&micros](double q) {
+      return micros[std::min(micros.size() - 1,
+                             static_cast<size_t>(q * micros.size()))];
+    };
+    if (config.format == OutputFormat::kJson) {
+      PrintJson(Json{{"calls", micros.size()},
+                     {"p50_us", at(0.50)},
+                     {"p99_us", at(0.99)},
+                     {"max_us", micros.back()}},
+                out);
+    } else {
+      out << micros.size() << " calls: p50 " << at(0.50) << " us, p99 "
+          << at(0.99) << " us, max " << micros.back() << " us" << std::endl;
+    }
+  }
+  return kExitOk;
 }
 
 int RunPreferred(const ClientConfig& config,

@@ -64,10 +64,13 @@ int RunStatus(const ClientConfig& config, std::ostream& out, std::ostream& err);
 // Sends one Allocate with one container request per element of
 // `containers` and prints the response: JSON
 // {"container_responses":[<ContainerResponseJson>...]}, or text lines
-// "container <i>: <ContainerResponseText>".
+// "container <i>: <ContainerResponseText>". With `repeat` > 1 it sends the
+// same request `repeat` times on one connection (each answer must succeed),
+// prints the last answer, then the round trips: JSON {"calls":N,"p50_us":..,
+// "p99_us":..,"max_us":..}, or a text line "N calls: p50 .. us, ...".
 int RunAllocate(const ClientConfig& config,
                 const std::vector<std::vector<std::string>>& containers,
-                std::ostream& out, std::ostream& err);
+                int repeat, std::ostream& out, std::ostream& err);
 
 // Sends one GetPreferredAllocation with one container request and prints
 // the answer: JSON {"container_responses":[{"devices":[...]}...]}, or text

@@ -148,6 +148,12 @@ int Main(int argc, char** argv) {
       ->add_option("--container", container_lists,
                    "a,b,...: one more container request (repeatable)")
       ->allow_extra_args(false);
+  int repeat = 1;
+  allocate
+      ->add_option("--repeat", repeat,
+                   "Send the request N times on one connection and print "
+                   "the round trips' p50, p99 and max (default 1)")
+      ->check(CLI::Range(1, 100000));
 
   std::string available;
   std::string must_include;
@@ -328,7 +334,7 @@ int Main(int argc, char** argv) {
     if (containers.empty()) {
       return UsageError("allocate: give device IDs or --container");
     }
-    return RunAllocate(client_config, containers, std::cout, std::cerr);
+    return RunAllocate(client_config, containers, repeat, std::cout, std::cerr);
   }
   return RunPreferred(client_config, SplitIds(available),
                       SplitIds(must_include), size, std::cout, std::cerr);

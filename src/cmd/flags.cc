@@ -131,6 +131,16 @@ ParsedFlags ParseFlags(int argc, const char* const* argv) {
   app.add_subcommand("discover",
                      "print the GPUs NVML reports, as JSON, and exit")
       ->callback([&out] { out.command = Command::kDiscover; });
+  CLI::App* report = app.add_subcommand(
+      "nvml-report",
+      "print, as JSON, what the driver answers to every NVML read the "
+      "plugin relies on (identity, health signals, event registration, MIG "
+      "profiles and placements, memory-limit calls), each with its value or "
+      "NVML's code and its time; changes nothing, and exit");
+  report->callback([&out] { out.command = Command::kNvmlReport; });
+  report->add_option("--cgroup", out.report_cgroup,
+                     "the cgroup v2 directory whose GPU memory limits are "
+                     "read, where the driver has the calls (default: none)");
   app.add_subcommand("labels",
                      "write the node labels (GPU feature discovery) every "
                      "--sleep-interval, or once with --oneshot")

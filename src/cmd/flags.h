@@ -16,13 +16,15 @@ namespace gdp {
 
 // kServe: the device plugin (and the labels with --labels); kDiscover: print
 // the GPUs; kLabels: only the node labels; kHealthStateShow / Clear: print
-// or clear the health state file (`health-state show|clear`).
+// or clear the health state file (`health-state show|clear`); kNvmlReport:
+// print what the driver answers, read only (`nvml-report`).
 enum class Command {
   kServe,
   kDiscover,
   kLabels,
   kHealthStateShow,
-  kHealthStateClear
+  kHealthStateClear,
+  kNvmlReport
 };
 
 struct ParsedFlags {
@@ -46,6 +48,8 @@ struct ParsedFlags {
   // `health-state clear --signal-pid PID`: the process to send SIGHUP to
   // once the file is written; 0: none.
   int signal_pid = 0;
+  // nvml-report --cgroup: the cgroup whose memory limits are read.
+  std::string report_cgroup;
 };
 
 // Parses argv and the environment (a flag beats its environment variable,

@@ -21,6 +21,7 @@
 #include "cmd/flags.h"
 #include "cmd/health_state_cmd.h"
 #include "cmd/labels_runner.h"
+#include "cmd/nvml_report.h"
 #include "cmd/rediscovery.h"
 #include "cmd/signals.h"
 #include "config/load.h"
@@ -396,6 +397,10 @@ int main(int argc, char** argv) {
     return gdp::Discover(*flags.config);
   }
   if (flags.command == gdp::Command::kLabels) return gdp::RunLabels(flags);
+  if (flags.command == gdp::Command::kNvmlReport) {
+    return gdp::RunNvmlReport(flags.config->driver_root, flags.report_cgroup,
+                              std::cout, std::cerr);
+  }
   if (flags.command == gdp::Command::kHealthStateShow ||
       flags.command == gdp::Command::kHealthStateClear) {
     return gdp::RunHealthState(flags, gdp::ReadBootId(flags.config->proc_root),
