@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "cdi/nvidia_hooks.h"
 #include "cdi/root_path.h"
 #include "cdi/validate.h"
 #include "util/logging.h"
@@ -23,6 +24,18 @@ json DeviceNode(const std::string& path, const std::string& dev_root) {
   json node = {{"path", path}};
   if (!IsSlash(dev_root)) node["hostPath"] = JoinRoot(dev_root, path);
   return node;
+}
+
+json Hooks(const std::vector<CdiDevice::Hook>& hooks) {
+  json out = json::array();
+  for (const CdiDevice::Hook& h : hooks) {
+    json hook = {{"hookName", h.hook_name}, {"path", h.path}};
+    if (!h.args.empty()) hook["args"] = h.args;
+    if (!h.env.empty()) hook["env"] = h.env;
+    if (h.timeout_seconds != 0) hook["timeout"] = h.timeout_seconds;
+    out.push_back(std::move(hook));
+  }
+  return out;
 }
 
 }  // namespace
@@ -137,17 +150,7 @@ absl::StatusOr<json> BuildDeviceSpec(
       }
       edits["mounts"] = std::move(mounts);
     }
-    if (!d.hooks.empty()) {
-      json hooks = json::array();
-      for (const CdiDevice::Hook& h : d.hooks) {
-        json hook = {{"hookName", h.hook_name}, {"path", h.path}};
-        if (!h.args.empty()) hook["args"] = h.args;
-        if (!h.env.empty()) hook["env"] = h.env;
-        if (h.timeout_seconds != 0) hook["timeout"] = h.timeout_seconds;
-        hooks.push_back(std::move(hook));
-      }
-      edits["hooks"] = std::move(hooks);
-    }
+    if (!d.hooks.empty()) edits["hooks"] = Hooks(d.hooks);
     cdi_devices.push_back(
         {{"name", d.name}, {"containerEdits", std::move(edits)}});
   }
@@ -160,9 +163,12 @@ absl::StatusOr<json> BuildDeviceSpec(
     }
     edits["deviceNodes"] = std::move(nodes);
   }
+  const bool nvidia_hooks = !options.nvidia_cdi_hook_path.empty();
+  const DriverFiles mounted =
+      nvidia_hooks ? MountsForNvidiaHooks(files) : files;
   json mounts = json::array();
   for (const auto* group :
-       {&files.libraries, &files.binaries, &files.firmware}) {
+       {&mounted.libraries, &mounted.binaries, &mounted.firmware}) {
     for (const DriverFile& f : *group) {
       std::string host = JoinRoot(options.host_driver_root, f.real_path);
       for (const std::string& path : f.container_paths) {
@@ -173,6 +179,12 @@ absl::StatusOr<json> BuildDeviceSpec(
     }
   }
   if (!mounts.empty()) edits["mounts"] = std::move(mounts);
+  if (nvidia_hooks) {
+    absl::StatusOr<std::vector<CdiDevice::Hook>> hooks =
+        NvidiaSharedHooks(options.nvidia_cdi_hook_path, files);
+    if (!hooks.ok()) return hooks.status();
+    if (!hooks->empty()) edits["hooks"] = Hooks(*hooks);
+  }
 
   json spec = {{"cdiVersion", kCdiVersion},
                {"kind", options.kind},

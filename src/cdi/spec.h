@@ -58,6 +58,12 @@ struct CdiSpecOptions {
   // The driver version (NVML's, "550.54.15"); only libraries of this version
   // are taken. Empty: read from the libraries found (see FindDriverFiles).
   std::string driver_version;
+  // Host path of NVIDIA's hook binary (nvidia-cdi-hook, or nvidia-ctk with
+  // its `hook` subcommand; --nvidia-cdi-hook-path). Set: the shared edits
+  // carry NVIDIA's hooks and each library is mounted at its real path only
+  // (nvidia_hooks.h). Empty: no hooks; each library is also mounted at the
+  // links found beside it.
+  std::string nvidia_cdi_hook_path;
 };
 
 struct CdiDevice;
@@ -120,12 +126,15 @@ struct CdiDevice {
 
 // The spec of kind options.kind with `devices`, and the shared edits as
 // BuildSpec makes them (NVIDIA_VISIBLE_DEVICES=void, control nodes, driver
-// files). Device node host paths as BuildSpec; each device's hooks are
-// written as its containerEdits.hooks ("timeout" only when > 0).
+// files; with options.nvidia_cdi_hook_path NVIDIA's hooks, NvidiaSharedHooks,
+// and the libraries' mounts as MountsForNvidiaHooks). Device node host
+// paths as BuildSpec; each device's hooks are written as its
+// containerEdits.hooks ("timeout" only when > 0).
 // Result on failure: InvalidArgument when `devices` is empty, a name is
 // not a valid CDI device name or repeated, a device has no nodes or a
-// relative node path (naming the device), or the spec is otherwise invalid
-// (ValidateSpec's message: e.g. a hook's stage, path or env).
+// relative node path (naming the device), the NVIDIA hook path is not
+// absolute, or the spec is otherwise invalid (ValidateSpec's message: e.g.
+// a hook's stage, path or env).
 absl::StatusOr<nlohmann::json> BuildDeviceSpec(
     const CdiSpecOptions& options, const DriverFiles& files,
     const std::vector<std::string>& control_nodes,
