@@ -379,6 +379,9 @@ class Nvml {
   template <typename Fn, typename Handle, typename... Args>
   absl::Status CallOptional(Fn fn, const char* call, Handle handle,
                             Args... args) const;
+  // The IDs of every compute instance of GPU instance `gi`, ascending.
+  absl::StatusOr<std::vector<unsigned>> ComputeInstanceIds(
+      nvmlGpuInstance_t gi) const;
   // Reads a device string attribute into a buffer of NVML's documented size.
   absl::StatusOr<std::string> DeviceString(Fn_nvmlDeviceGetName fn,
                                            nvmlDevice_t device, unsigned size,

@@ -513,5 +513,329 @@ TEST_F(NvmlMemoryLimitsTest, UnprivilegedCallerMayOnlyRead) {
   EXPECT_EQ(*got, NvmlMemoryLimits{});
 }
 
+// What GpuInstances reports, compared field by field.
+struct GiRow {
+  unsigned gi_id, profile_id, start, size;
+  std::vector<unsigned> ci_ids;
+};
+
+std::vector<GiRow> Rows(const std::vector<Nvml::GpuInstanceState>& gis) {
+  std::vector<GiRow> rows;
+  for (const Nvml::GpuInstanceState& gi : gis) {
+    rows.push_back({gi.gi_id, gi.profile_id, gi.placement.start,
+                    gi.placement.size, gi.ci_ids});
+  }
+  return rows;
+}
+
+MATCHER_P(RowsAre, want, "") {
+  const std::vector<GiRow>& got = arg;
+  if (got.size() != want.size()) {
+    *result_listener << "has " << got.size() << " GPU instances";
+    return false;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    const GiRow& g = got[i];
+    const GiRow& w = want[i];
+    if (g.gi_id != w.gi_id || g.profile_id != w.profile_id ||
+        g.start != w.start || g.size != w.size || g.ci_ids != w.ci_ids) {
+      *result_listener << "row " << i << " is GI " << g.gi_id << " profile "
+                       << g.profile_id << " at " << g.start << "+" << g.size
+                       << " with " << g.ci_ids.size() << " CIs";
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST_F(NvmlTest, GpuInstancesListsEveryProfileByPlacement) {
+  const struct {
+    const char* machine;
+    std::vector<GiRow> want;
+  } kCases[] = {
+      // 2g.20gb at 0 (GI 3), 1g.10gb at 2 and 3 (GIs 9, 10), 3g.40gb at 4
+      // (GI 2), each with its whole compute instance 0.
+      {"h100-mig",
+       {{3, 14, 0, 2, {0}},
+        {9, 19, 2, 1, {0}},
+        {10, 19, 3, 1, {0}},
+        {2, 9, 4, 4, {0}}}},
+      {"hgx-h100-mig7",
+       {{7, 19, 0, 1, {0}},
+        {8, 19, 1, 1, {0}},
+        {9, 19, 2, 1, {0}},
+        {10, 19, 3, 1, {0}},
+        {11, 19, 4, 1, {0}},
+        {12, 19, 5, 1, {0}},
+        {13, 19, 6, 1, {0}}}},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.machine);
+    UseMachine(c.machine);
+    auto nvml = Nvml::Open(root_.string());
+    ASSERT_TRUE(nvml.ok()) << nvml.status();
+    EXPECT_TRUE((*nvml)->HasMigMaking());
+    auto gis = (*nvml)->GpuInstances(*(*nvml)->DeviceByIndex(0));
+    ASSERT_TRUE(gis.ok()) << gis.status();
+    EXPECT_THAT(Rows(*gis), RowsAre(c.want));
+  }
+}
+
+TEST_F(NvmlTest, PossiblePlacementsWithMigOnOrOff) {
+  UseMachine("h100-mig");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  const struct {
+    unsigned profile_id;
+    std::vector<std::pair<unsigned, unsigned>> want;  // start, size
+  } kCases[] = {
+      {19, {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}}},
+      {20, {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}, {5, 1}, {6, 1}}},
+      {15, {{0, 2}, {2, 2}, {4, 2}, {6, 2}}},
+      {14, {{0, 2}, {2, 2}, {4, 2}}},
+      {9, {{0, 4}, {4, 4}}},
+      {5, {{0, 4}}},
+      {0, {{0, 8}}},
+  };
+  // GPU 0 has MIG on and full; GPU 1 has MIG off: the same placements.
+  for (unsigned index : {0u, 1u}) {
+    for (const auto& c : kCases) {
+      SCOPED_TRACE(absl::StrCat("GPU ", index, " profile ID ", c.profile_id));
+      auto placements = n.GpuInstancePossiblePlacements(*n.DeviceByIndex(index),
+                                                        c.profile_id);
+      ASSERT_TRUE(placements.ok()) << placements.status();
+      std::vector<std::pair<unsigned, unsigned>> got;
+      for (const nvmlGpuInstancePlacement_t& p : *placements) {
+        got.emplace_back(p.start, p.size);
+      }
+      EXPECT_EQ(got, c.want);
+    }
+  }
+  auto unknown = n.GpuInstancePossiblePlacements(*n.DeviceByIndex(0), 77);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(NvmlCode(unknown.status()), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_THAT(std::string(unknown.status().message()),
+              HasSubstr("profile ID 77"));
+}
+
+TEST_F(NvmlTest, MakesAndDestroysMigInstances) {
+  UseMachine("h100-mig");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+
+  // An occupied placement: INSUFFICIENT_RESOURCES, told apart from in use.
+  auto occupied = n.CreateGpuInstance(gpu, 19, {2, 1});
+  EXPECT_EQ(occupied.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(NvmlCode(occupied.status()), NVML_ERROR_INSUFFICIENT_RESOURCES);
+  EXPECT_THAT(std::string(occupied.status().message()),
+              HasSubstr("nvmlDeviceCreateGpuInstanceWithPlacement"));
+  EXPECT_THAT(std::string(occupied.status().message()),
+              HasSubstr("profile ID 19 at memory slices 2+1"));
+  // A GPU instance still holding a compute instance.
+  absl::Status in_use = n.DestroyGpuInstance(gpu, 2);
+  EXPECT_EQ(in_use.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(NvmlCode(in_use), NVML_ERROR_IN_USE);
+  EXPECT_THAT(std::string(in_use.message()), HasSubstr("GPU instance 2"));
+
+  ASSERT_TRUE(n.DestroyComputeInstance(gpu, 2, 0).ok());
+  absl::Status gone = n.DestroyComputeInstance(gpu, 2, 0);
+  EXPECT_EQ(gone.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(NvmlCode(gone), NVML_ERROR_NOT_FOUND);
+  EXPECT_THAT(std::string(gone.message()),
+              HasSubstr("compute instance 0 of GPU instance 2"));
+  ASSERT_TRUE(n.DestroyGpuInstance(gpu, 2).ok());
+  gone = n.DestroyGpuInstance(gpu, 2);
+  EXPECT_EQ(gone.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(NvmlCode(gone), NVML_ERROR_NOT_FOUND);
+
+  // Slices 4-7 are free: 1g.10gb at 4 and 5, a 1g.20gb at 6-7.
+  const struct {
+    unsigned profile_id;
+    nvmlGpuInstancePlacement_t placement;
+    unsigned want_id;
+  } kMake[] = {{19, {4, 1}, 11}, {19, {5, 1}, 12}, {15, {6, 2}, 6}};
+  for (const auto& m : kMake) {
+    auto made = n.CreateGpuInstance(gpu, m.profile_id, m.placement);
+    ASSERT_TRUE(made.ok()) << made.status();
+    EXPECT_EQ(*made, m.want_id);
+  }
+  auto gis = n.GpuInstances(gpu);
+  ASSERT_TRUE(gis.ok()) << gis.status();
+  EXPECT_THAT(Rows(*gis), RowsAre(std::vector<GiRow>{{3, 14, 0, 2, {0}},
+                                                     {9, 19, 2, 1, {0}},
+                                                     {10, 19, 3, 1, {0}},
+                                                     {11, 19, 4, 1, {}},
+                                                     {12, 19, 5, 1, {}},
+                                                     {6, 15, 6, 2, {}}}));
+  // The 7 compute slices are taken: no room for another GPU instance.
+  EXPECT_EQ(NvmlCode(n.CreateGpuInstance(gpu, 19, {6, 1}).status()),
+            NVML_ERROR_INSUFFICIENT_RESOURCES);
+  for (unsigned gi : {11u, 6u}) {
+    auto ci =
+        n.CreateComputeInstance(gpu, gi, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE);
+    ASSERT_TRUE(ci.ok()) << ci.status();
+    EXPECT_EQ(*ci, 0u);
+  }
+  auto full =
+      n.CreateComputeInstance(gpu, 6, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE);
+  EXPECT_EQ(full.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(full.status().message()),
+              HasSubstr("compute instance profile ID 0 in GPU instance 6"));
+  auto too_big =
+      n.CreateComputeInstance(gpu, 12, NVML_COMPUTE_INSTANCE_PROFILE_2_SLICE);
+  EXPECT_EQ(NvmlCode(too_big.status()), NVML_ERROR_NOT_SUPPORTED);
+  auto no_gi =
+      n.CreateComputeInstance(gpu, 13, NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE);
+  EXPECT_EQ(no_gi.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(no_gi.status().message()),
+              HasSubstr("GPU instance 13"));
+
+  gis = n.GpuInstances(gpu);
+  ASSERT_TRUE(gis.ok()) << gis.status();
+  ASSERT_EQ(gis->size(), 6u);
+  EXPECT_EQ((*gis)[3].ci_ids, std::vector<unsigned>{0});
+  EXPECT_EQ((*gis)[4].ci_ids, std::vector<unsigned>{});
+  EXPECT_EQ((*gis)[5].ci_ids, std::vector<unsigned>{0});
+  // Its MIG devices follow: one per compute instance.
+  unsigned migs = 0;
+  for (unsigned i = 0; i < *n.MaxMigDeviceCount(gpu); ++i) {
+    if (n.MigDeviceByIndex(gpu, i).ok()) ++migs;
+  }
+  EXPECT_EQ(migs, 5u);
+
+  // A restarted process finds the same instances (the fake's shared state).
+  const std::vector<GiRow> before = Rows(*gis);
+  nvml->reset();
+  auto again = Nvml::Open(root_.string());
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto seen = (*again)->GpuInstances(*(*again)->DeviceByIndex(0));
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  EXPECT_THAT(Rows(*seen), RowsAre(before));
+}
+
+TEST_F(NvmlTest, NoMigNoMaking) {
+  UseMachine("pcie-t4");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  EXPECT_EQ(NvmlCode(n.GpuInstances(gpu).status()), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(NvmlCode(n.GpuInstancePossiblePlacements(gpu, 19).status()),
+            NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(NvmlCode(n.CreateGpuInstance(gpu, 19, {0, 1}).status()),
+            NVML_ERROR_NOT_SUPPORTED);
+}
+
+TEST_F(NvmlTest, UnprivilegedCallerMayOnlyListMig) {
+  setenv("FAKE_NVML_EUID", "1000", 1);
+  UseMachine("h100-mig");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  EXPECT_EQ(n.CreateGpuInstance(gpu, 19, {4, 1}).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(n.DestroyComputeInstance(gpu, 3, 0).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(n.DestroyGpuInstance(gpu, 2).code(),
+            absl::StatusCode::kPermissionDenied);
+  auto gis = n.GpuInstances(gpu);
+  ASSERT_TRUE(gis.ok()) << gis.status();
+  EXPECT_EQ(gis->size(), 4u);
+}
+
+TEST_F(NvmlTest, MigMakingRefusals) {
+  UseMachine("h100-mig");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  // GPU 1: MIG capable, MIG off.
+  nvmlDevice_t off = *n.DeviceByIndex(1);
+  auto listed = n.GpuInstances(off);
+  EXPECT_EQ(listed.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(NvmlCode(listed.status()), NVML_ERROR_NOT_SUPPORTED);
+  auto made = n.CreateGpuInstance(off, 19, {0, 1});
+  EXPECT_EQ(NvmlCode(made.status()), NVML_ERROR_NOT_SUPPORTED);
+  // A placement the profile cannot take (a 3g.40gb at slice 5) and a size
+  // other than the profile's.
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  ASSERT_TRUE(n.DestroyComputeInstance(gpu, 2, 0).ok());
+  ASSERT_TRUE(n.DestroyGpuInstance(gpu, 2).ok());
+  EXPECT_EQ(n.CreateGpuInstance(gpu, 9, {5, 4}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(n.CreateGpuInstance(gpu, 9, {4, 2}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(NvmlTest, BusyComputeInstanceIsInUse) {
+  const fs::path machine = root_ / "busy.yaml";
+  std::ofstream(machine) << R"(driver_version: "550.54.15"
+cuda_driver_version: 12040
+gpus:
+  - name: NVIDIA H100 80GB HBM3
+    uuid: GPU-7c3d1e5a-42b8-9f06-d1a3-5e8b2c4f6a90
+    minor: 0
+    bus_id: "0000:18:00.0"
+    pci_device_id: 0x233010DE
+    pci_subsystem_id: 0x16C110DE
+    memory_mib: 81559
+    compute_capability: "9.0"
+    numa_node: 0
+    host_bridge: 0
+    mig_capable: true
+    mig_mode: enabled
+    gpu_instances:
+      - profile: 3g.40gb
+        placement: 4
+        compute_instances: [{profile: 3g.40gb, busy: true}]
+)";
+  setenv("FAKE_NVML_MACHINE", machine.c_str(), 1);
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  absl::Status busy = n.DestroyComputeInstance(gpu, 2, 0);
+  EXPECT_EQ(busy.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(NvmlCode(busy), NVML_ERROR_IN_USE);
+  EXPECT_THAT(std::string(busy.message()),
+              HasSubstr("compute instance 0 of GPU instance 2"));
+  auto gis = n.GpuInstances(gpu);
+  ASSERT_TRUE(gis.ok()) << gis.status();
+  EXPECT_THAT(Rows(*gis), RowsAre(std::vector<GiRow>{{2, 9, 4, 4, {0}}}));
+}
+
+TEST_F(NvmlTest, DriverWithoutMigCannotMakeIt) {
+  UseLibrary(GDP_FAKE_NVML_PRE_MIG_LIB);
+  UseMachine("h100-mig");
+  auto nvml = Nvml::Open(root_.string());
+  ASSERT_TRUE(nvml.ok()) << nvml.status();
+  Nvml& n = **nvml;
+  EXPECT_FALSE(n.HasMigMaking());
+  nvmlDevice_t gpu = *n.DeviceByIndex(0);
+  const struct {
+    absl::Status status;
+    const char* call;
+  } kCases[] = {
+      {n.GpuInstancePossiblePlacements(gpu, 19).status(),
+       "nvmlDeviceGetGpuInstancePossiblePlacements_v2"},
+      {n.CreateGpuInstance(gpu, 19, {4, 1}).status(),
+       "nvmlDeviceCreateGpuInstanceWithPlacement"},
+      {n.CreateComputeInstance(gpu, 2, 0).status(),
+       "nvmlDeviceGetGpuInstanceById"},
+      {n.DestroyComputeInstance(gpu, 2, 0), "nvmlDeviceGetGpuInstanceById"},
+      {n.DestroyGpuInstance(gpu, 2), "nvmlDeviceGetGpuInstanceById"},
+      {n.GpuInstances(gpu).status(), "nvmlDeviceGetMigMode"},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.call);
+    EXPECT_EQ(c.status.code(), absl::StatusCode::kUnimplemented);
+    EXPECT_EQ(NvmlCode(c.status), NVML_ERROR_FUNCTION_NOT_FOUND);
+    EXPECT_THAT(std::string(c.status.message()), HasSubstr(c.call));
+  }
+}
+
 }  // namespace
 }  // namespace gdp
