@@ -57,6 +57,7 @@ cdi::CdiSpecOptions CdiOptions(const Config& c) {
                       ? c.container_driver_root
                       : c.driver_root;
   o.dev_root = c.DevRoot();
+  o.nvidia_cdi_hook_path = c.nvidia_cdi_hook_path;
   return o;
 }
 

@@ -257,6 +257,11 @@ struct Config {
   // toolkit's nvidia-cdi-hook; must then be given).
   MemoryLimitHookKind memory_limit_hook = MemoryLimitHookKind::kOurs;
   std::string memory_limit_hook_path = kDefaultMemoryLimitHookPath;
+  // --nvidia-cdi-hook-path (--nvidia-ctk-path, flags.plugin.nvidiaCTKPath):
+  // host path of the container toolkit's nvidia-cdi-hook, or of nvidia-ctk
+  // (its `hook` subcommand); set, every CDI spec we write carries NVIDIA's
+  // hooks (cdi/nvidia_hooks.h). Empty: none.
+  std::string nvidia_cdi_hook_path;
 
   bool ServesDevicePlugin() const { return device_api != DeviceApi::kDra; }
   bool ServesDra() const { return device_api != DeviceApi::kDevicePlugin; }

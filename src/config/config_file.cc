@@ -157,53 +157,48 @@ Parser::Handlers Parser::Section(absl::string_view section, Handlers others) {
 }
 
 bool Parser::Flags(const Field& f) {
-  auto unused_string = [&](const Field& x) {
-    std::optional<std::string> unused;
-    return String(x, &unused);
-  };
   return Mapping(
       f,
-      Section(
-          "flags",
-          {
-              {"gdrcopyEnabled",
-               [&](const Field& x) { return UnsupportedBool(x); }},
-              {"gdsEnabled",
-               [&](const Field& x) { return UnsupportedBool(x); }},
-              {"mofedEnabled",
-               [&](const Field& x) { return UnsupportedBool(x); }},
-              {"useNodeFeatureAPI",
-               [&](const Field& x) {
-                 std::optional<bool> unused;
-                 return Bool(x, &unused);
-               }},
-              {"deviceDiscoveryStrategy",
-               [&](const Field& x) {
-                 std::optional<std::string> s;
-                 if (!String(x, &s)) return false;
-                 if (*s == "auto" || *s == "nvml") return true;
-                 if (*s == "tegra" || *s == "vfio") {
-                   return Fail(
-                       x.line, x.path,
-                       absl::StrCat("'", *s,
-                                    "' is not supported by "
-                                    "gpu-device-plugin; use auto or nvml"));
-                 }
-                 return Fail(x.line, x.path,
-                             absl::StrCat("must be auto, nvml, tegra or vfio, "
-                                          "got '",
-                                          *s, "'"));
-               }},
-              {"plugin",
-               [&](const Field& x) {
-                 return Mapping(x, Section("flags.plugin",
-                                           {{"nvidiaCTKPath", unused_string}}));
-               }},
-              {"gfd",
-               [&](const Field& x) {
-                 return Mapping(x, Section("flags.gfd", {}));
-               }},
-          }));
+      Section("flags",
+              {
+                  {"gdrcopyEnabled",
+                   [&](const Field& x) { return UnsupportedBool(x); }},
+                  {"gdsEnabled",
+                   [&](const Field& x) { return UnsupportedBool(x); }},
+                  {"mofedEnabled",
+                   [&](const Field& x) { return UnsupportedBool(x); }},
+                  {"useNodeFeatureAPI",
+                   [&](const Field& x) {
+                     std::optional<bool> unused;
+                     return Bool(x, &unused);
+                   }},
+                  {"deviceDiscoveryStrategy",
+                   [&](const Field& x) {
+                     std::optional<std::string> s;
+                     if (!String(x, &s)) return false;
+                     if (*s == "auto" || *s == "nvml") return true;
+                     if (*s == "tegra" || *s == "vfio") {
+                       return Fail(
+                           x.line, x.path,
+                           absl::StrCat("'", *s,
+                                        "' is not supported by "
+                                        "gpu-device-plugin; use auto or nvml"));
+                     }
+                     return Fail(
+                         x.line, x.path,
+                         absl::StrCat("must be auto, nvml, tegra or vfio, "
+                                      "got '",
+                                      *s, "'"));
+                   }},
+                  {"plugin",
+                   [&](const Field& x) {
+                     return Mapping(x, Section("flags.plugin", {}));
+                   }},
+                  {"gfd",
+                   [&](const Field& x) {
+                     return Mapping(x, Section("flags.gfd", {}));
+                   }},
+              }));
 }
 
 bool Parser::Imex(const Field& f) {

@@ -21,8 +21,7 @@
 // Fields NVIDIA knows for features we do not have are accepted while they
 // ask for nothing: flags.{gdrcopyEnabled, gdsEnabled, mofedEnabled} false,
 // flags.deviceDiscoveryStrategy auto or nvml, imex.channelIDs empty (and
-// imex.required). flags.useNodeFeatureAPI and flags.plugin.nvidiaCTKPath
-// are accepted and have no effect.
+// imex.required). flags.useNodeFeatureAPI is accepted and has no effect.
 //
 // Stricter than NVIDIA: unknown fields, repeated keys, values of the wrong
 // type (a quoted "true" is not a bool, an unquoted 5 is not a string), more

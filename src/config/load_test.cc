@@ -71,6 +71,36 @@ TEST_F(LoadConfigTest, FileBeatsDefaultsAndExplicitFlagsBeatTheFile) {
   EXPECT_TRUE(c->pass_device_specs);  // not given: the file's
 }
 
+// NVIDIA's hook path: the file's flags.plugin.nvidiaCTKPath, beaten by
+// the flag (--nvidia-cdi-hook-path or its alias); none by default; a
+// relative path refused by where it came from.
+TEST_F(LoadConfigTest, NvidiaCdiHookPath) {
+  Write("flags:\n  migStrategy: none\n");
+  absl::StatusOr<Config> c = LoadConfig(flags_, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->nvidia_cdi_hook_path, "");
+
+  Write("flags:\n  plugin:\n    nvidiaCTKPath: /usr/bin/nvidia-ctk\n");
+  c = LoadConfig(flags_, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->nvidia_cdi_hook_path, "/usr/bin/nvidia-ctk");
+
+  Config flags = flags_;
+  flags.nvidia_cdi_hook_path = "/usr/local/nvidia/toolkit/nvidia-cdi-hook";
+  c = LoadConfig(flags, {"--nvidia-cdi-hook-path"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->nvidia_cdi_hook_path,
+            "/usr/local/nvidia/toolkit/nvidia-cdi-hook");
+
+  Write("flags:\n  plugin:\n    nvidiaCTKPath: nvidia-ctk\n");
+  c = LoadConfig(flags_, {});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().message(),
+            flags_.config_file +
+                ":3: flags.plugin.nvidiaCTKPath: must be an absolute path, "
+                "got 'nvidia-ctk'");
+}
+
 // An error names where the bad value came from.
 TEST_F(LoadConfigTest, ErrorsNameTheSourceOfTheValue) {
   Write("flags:\n  mpsRoot: relative\n");

@@ -710,6 +710,20 @@ std::vector<Setting> MakeSettings() {
        .doc = "host path of the hook's executable; the DaemonSet installs "
               "ours there; with `--memory-limit-hook=nvidia` the toolkit's "
               "`nvidia-cdi-hook`, required"},
+      {.flags = "--nvidia-cdi-hook-path,--nvidia-ctk-path",
+       .env = "NVIDIA_CDI_HOOK_PATH,NVIDIA_CTK_PATH",
+       .file = "flags.plugin.nvidiaCTKPath",
+       .value = PathOrEmpty(&Config::nvidia_cdi_hook_path),
+       .restart = "NVIDIA CDI hook path",
+       .help = "host path of the container toolkit's nvidia-cdi-hook (or "
+               "nvidia-ctk, run as 'nvidia-ctk hook'); set, the CDI specs "
+               "carry NVIDIA's hooks (library links, ldconfig, CUDA compat, "
+               "device node handling) [default: none]",
+       .doc = "host path of the container toolkit's `nvidia-cdi-hook`, or of "
+              "`nvidia-ctk` (run as `nvidia-ctk hook`); set, our CDI specs "
+              "carry NVIDIA's hooks ([deploy.md](deploy.md#nvidias-cdi-hooks))"
+              "; none: no hooks (NVIDIA's plugin defaults to "
+              "`/usr/bin/nvidia-ctk`)"},
       {.flags = "--nvml-retry-interval",
        .value = Seconds(&Config::nvml_retry_interval),
        .help = "seconds between NVML retries with --fail-on-init-error=false",
