@@ -10,7 +10,7 @@ python3-jsonschema and python3-yaml only.
 CLI
   apiserver.py --dir DIR [--port N] [--schema PATH]
                [--kube-version 1.34|1.35|1.36] [--drop-taints]
-               [--drop-consumable-capacity]
+               [--drop-consumable-capacity] [--drop-partitionable-devices]
                [--history N] [--bookmark-seconds S]
 
   --dir DIR        Credentials, created once and reused when present:
@@ -48,6 +48,14 @@ CLI
                    them lacks the fields); with 1.36 they are kept and
                    checked (requestPolicy by validateRequestPolicy of
                    pkg/apis/resource/validation).
+  --drop-partitionable-devices  Emulates a cluster without the
+                   DRAPartitionableDevices feature gate (alpha and off in
+                   1.34 and 1.35, beta and on from 1.36): spec.sharedCounters
+                   and spec.devices[].consumesCounters are silently dropped
+                   from ResourceSlices written (before validation). Always
+                   on with --kube-version 1.34 and 1.35; with 1.36 they are
+                   kept and checked (kube_slice_rules per slice,
+                   kube_pool_rules across a pool: /emulator/pools).
   --history N      Watch events kept (default 1000); a watch from an older
                    resourceVersion gets an ERROR event with a 410 Status.
   --bookmark-seconds S  Idle time after which a watch with
@@ -172,6 +180,26 @@ Control API (HTTPS on the same port, no authentication, JSON)
                                cleanly (as on a watch timeout); abrupt:true
                                drops their connections instead
   GET    /emulator/state       {openWatches, objects per kind, dropTaints}
+  GET    /emulator/pools       [{driver, pool, generation,
+                               resourceSliceCount, slices, complete,
+                               devices, counterSets, problems}]: each pool
+                               of the stored ResourceSlices as the
+                               scheduler judges it (kube_pool_rules.py:
+                               complete, device and counter set names
+                               unique in the pool, consumesCounters naming
+                               sets and counters it defines, within them);
+                               problems [] when usable
+  POST   /emulator/allocate    {"namespace","name","driver","node"?,
+                               "requests":[{"name","count"?,"attributes"?:
+                               {"profile":"1g.10gb",...},"device"?}]}:
+                               allocates the stored claim as the scheduler
+                               would (kube_allocator.py: usable pools only,
+                               first fit in pool order, no device held by
+                               another claim or tainted NoSchedule, shared
+                               counters respected) and writes its
+                               status.allocation; answers the claim, or 409
+                               {"error"} naming the request that does not
+                               fit
   Objects are created, changed and deleted behind a client's back with the
   normal API (tests have the token); kube_client.py is a small client.
 
@@ -181,7 +209,9 @@ Files (tests/kube/)
   (verbs, server-set fields), kube_store.py, kube_selectors.py,
   kube_control.py (control API), kube_schema.py, kube_fields.py (field
   errors, formats), kube_meta.py, kube_dra_*.py, kube_slice_rules.py,
-  kube_claim_rules.py (validation); kube_client.py (the client).
+  kube_claim_rules.py (validation), kube_pool_rules.py (a pool across its
+  slices, as the scheduler judges it), kube_allocator.py (allocation as
+  the scheduler does it); kube_client.py (the client).
 """
 
 import argparse
@@ -231,6 +261,9 @@ def parse_args(argv):
   parser.add_argument("--drop-consumable-capacity", action="store_true",
                       help="drop allowMultipleAllocations and requestPolicy "
                       "from ResourceSlices (always with 1.34 and 1.35)")
+  parser.add_argument("--drop-partitionable-devices", action="store_true",
+                      help="drop sharedCounters and consumesCounters from "
+                      "ResourceSlices (always with 1.34 and 1.35)")
   parser.add_argument("--history", type=int, default=1000,
                       help="watch events kept")
   parser.add_argument("--bookmark-seconds", type=float, default=5.0,
@@ -241,6 +274,7 @@ def parse_args(argv):
                  args.kube_version)
   if args.kube_version != "1.36":
     args.drop_consumable_capacity = True
+    args.drop_partitionable_devices = True
   if args.schema is None:
     args.schema = os.path.join(SCHEMAS, SCHEMA_OF_RELEASE.get(
         args.kube_version, OLDER_SCHEMA))
@@ -276,7 +310,9 @@ def main(argv):
   store = kube_store.Store(history=args.history)
   api = kube_api.Api(store, schema, kube_dra_rules.DraRules(minor),
                      drop_taints=args.drop_taints,
-                     drop_consumable_capacity=args.drop_consumable_capacity)
+                     drop_consumable_capacity=args.drop_consumable_capacity,
+                     drop_partitionable_devices=(
+                         args.drop_partitionable_devices))
   state = kube_control.State(api, creds["token_value"])
   context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
   context.load_cert_chain(creds["cert"], creds["key"])

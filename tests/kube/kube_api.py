@@ -118,12 +118,14 @@ class Api:
   """The verbs; see the module docstring."""
 
   def __init__(self, store, schema, rules, drop_taints=False,
-               drop_consumable_capacity=False):
+               drop_consumable_capacity=False,
+               drop_partitionable_devices=False):
     self.store = store
     self.schema = schema
     self.rules = rules
     self.drop_taints = drop_taints
     self.drop_consumable_capacity = drop_consumable_capacity
+    self.drop_partitionable_devices = drop_partitionable_devices
 
   # Reads.
 
@@ -309,9 +311,14 @@ class Api:
     if kind.name == "ResourceSlice":
       spec = obj.get("spec")
       devices = spec.get("devices") if isinstance(spec, dict) else None
+      if self.drop_partitionable_devices and isinstance(spec, dict):
+        # As the real server without DRAPartitionableDevices.
+        spec.pop("sharedCounters", None)
       for device in devices if isinstance(devices, list) else []:
         if not isinstance(device, dict):
           continue
+        if self.drop_partitionable_devices:
+          device.pop("consumesCounters", None)
         if self.drop_consumable_capacity:
           # As the real server without DRAConsumableCapacity.
           device.pop("allowMultipleAllocations", None)

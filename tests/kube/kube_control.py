@@ -9,6 +9,15 @@ Every method is thread-safe (one lock).
 import threading
 import time
 
+import kube_allocator
+import kube_api
+import kube_meta
+import kube_pool_rules
+
+
+class Unsatisfiable(Exception):
+  """A control call that cannot be done as asked (409 with the reason)."""
+
 
 class State:
   """Token, faults, request log and violations; see the module docstring."""
@@ -16,6 +25,8 @@ class State:
   def __init__(self, api, token, max_requests=100000):
     self.api = api
     self._lock = threading.Lock()
+    # One allocation at a time: each sees the ones before it.
+    self._allocating = threading.Lock()
     self._token = token  # never changes
     self._faults = []
     self._violations = []
@@ -71,6 +82,8 @@ class State:
                                                                  name)}
     try:
       return 200, handler(body)
+    except Unsatisfiable as e:
+      return 409, {"error": str(e)}
     except (KeyError, TypeError, ValueError) as e:
       return 400, {"error": "bad request body: %s" % e}
 
@@ -149,3 +162,43 @@ class State:
     with store.cond:
       return {"openWatches": store.open_watches, "objects": store.counts(),
               "dropTaints": self.api.drop_taints}
+
+  def _slices_and_claims(self):
+    store = self.api.store
+    with store.cond:
+      return (kube_meta.clone(list(store.objects("ResourceSlice").values())),
+              kube_meta.clone(list(store.objects("ResourceClaim").values())))
+
+  def _get_pools(self, _):
+    slices, _ = self._slices_and_claims()
+    return [p.summary() for p in kube_pool_rules.pools(slices)]
+
+  def _post_allocate(self, body):
+    if not isinstance(body, dict):
+      raise ValueError("an allocation is a JSON object")
+    namespace, name = str(body["namespace"]), str(body["name"])
+    driver = str(body["driver"])
+    requests = body["requests"]
+    if not isinstance(requests, list) or not requests:
+      raise ValueError("requests must be a non-empty list")
+    for r in requests:
+      if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+        raise ValueError("each request is an object with a name")
+    with self._allocating:
+      return self._allocate(namespace, name, driver, requests,
+                            body.get("node"))
+
+  def _allocate(self, namespace, name, driver, requests, node):
+    kind = kube_api.KINDS["resourceclaims"]
+    claim = kube_meta.clone(self.api.get(kind, namespace, name))
+    slices, claims = self._slices_and_claims()
+    results, why = kube_allocator.allocate(
+        slices, claims, driver, requests, node=node,
+        skip_uid=claim["metadata"].get("uid"))
+    if results is None:
+      raise Unsatisfiable("claim %s/%s cannot be allocated: %s" %
+                          (namespace, name, why))
+    claim.setdefault("status", {})["allocation"] = {
+        "devices": {"results": results}}
+    return self.api.update(kind, namespace, name, claim, status=True,
+                           manager="emulator-allocator")

@@ -26,6 +26,8 @@ OPAQUE_MAX = 10 * 1024
 STATUS_DATA_MAX = 10 * 1024
 COUNTERS_MAX = 32
 COUNTER_SETS_MAX = 8
+# ResourceSliceMaxDeviceCounterConsumptionsPerDevice.
+CONSUMPTIONS_MAX = 2
 
 
 def check_immutable(errs, path, new, old):

@@ -7,6 +7,9 @@ metadata, the pool's slice count, the node-selection union, immutable
 fields, the device count, unique device and counter names, counts of
 attributes and counters, one value per attribute, per-device node
 selection, consumable capacity's requestPolicy (check_request_policy),
+shared counters (at most 8 sets of 32 counters, a slice of devices or of
+counters; a device consuming from at most 2 sets, at most 32 counters of
+each), with what spans the slices of a pool in kube_pool_rules,
 with the limits of kube_minor (34, 35 or 36). The checks of one
 field (formats, enums, per-field limits) are kube_dra_common.field_rules,
 checked with the schema. Safe from any thread.
@@ -279,11 +282,18 @@ class SliceRules:
         if value is not None:
           check_request_policy(errs, ppath, value, policy)
     consumptions = as_list(device.get("consumesCounters"))
+    if len(consumptions) > common.CONSUMPTIONS_MAX:
+      kf.too_many(errs, path + ".consumesCounters", len(consumptions),
+                  common.CONSUMPTIONS_MAX)
     check_unique_names(errs, consumptions, path + ".consumesCounters",
                        key="counterSet")
     for i, consumption in enumerate(consumptions):
-      if not as_dict(as_dict(consumption).get("counters")):
-        kf.required(errs, "%s.consumesCounters[%d].counters" % (path, i))
+      counters = as_dict(as_dict(consumption).get("counters"))
+      cpath = "%s.consumesCounters[%d].counters" % (path, i)
+      if not counters:
+        kf.required(errs, cpath)
+      elif self.minor >= 35 and len(counters) > common.COUNTERS_MAX:
+        kf.too_many(errs, cpath, len(counters), common.COUNTERS_MAX)
     self._check_device_node(errs, path, device, per_device)
 
   def _check_shared_counters(self, errs, sets):
