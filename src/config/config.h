@@ -144,6 +144,12 @@ struct FeatureGates {
   // --consumable-shares, GPUs are published for several claims at once,
   // their memory a consumable capacity.
   bool consumable_shares = false;
+  // DynamicMIG (NVIDIA: alpha, off by default): each MIG-capable GPU is
+  // published as shared counters plus the whole GPU and every MIG profile
+  // placement consuming them (KEP-4815), MIG devices made at prepare and
+  // destroyed at unprepare. Never with MPSSupport or NVMLDeviceHealthCheck
+  // (refused as NVIDIA's driver refuses them).
+  bool dynamic_mig = false;
   bool operator==(const FeatureGates&) const = default;
 };
 

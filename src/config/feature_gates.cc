@@ -14,6 +14,7 @@ namespace gdp {
 namespace {
 
 constexpr absl::string_view kConsumableShares = "ConsumableShares";
+constexpr absl::string_view kDynamicMig = "DynamicMIG";
 constexpr absl::string_view kNoComputeDomains =
     "ComputeDomains (IMEX) are not supported here; accepted, no effect";
 
@@ -51,9 +52,12 @@ const std::vector<GateInfo>& NvidiaFeatureGates() {
        "with `--consumable-shares`, GPUs are published for several claims "
        "at once, their memory a consumable capacity "
        "([dra.md](dra.md#consumable-shares))"},
-      {"DynamicMIG", false, GateSupport::kDefaultOnly,
-       "MIG devices are created on demand only by NVIDIA's driver; here the "
-       "MIG devices that exist are published"},
+      {kDynamicMig, false, GateSupport::kImplemented,
+       "each MIG-capable GPU is published as shared counters plus the whole "
+       "GPU and every MIG profile placement consuming them (KEP-4815); MIG "
+       "devices are made at prepare and destroyed at unprepare; not with "
+       "`MPSSupport`, `NVMLDeviceHealthCheck` or `PassthroughSupport`, as "
+       "in NVIDIA's"},
       {"PassthroughSupport", false, GateSupport::kDefaultOnly,
        "VFIO passthrough is not supported"},
       {"DeviceMetadata", false, GateSupport::kDefaultOnly,
@@ -142,15 +146,35 @@ absl::Status ParseFeatureGates(absl::string_view text, FeatureGates* gates) {
         "feature gate ComputeDomainCliques requires IMEXDaemonsWithDNSNames "
         "to also be enabled");
   }
+  // NVIDIA's ValidateFeatureGates: DynamicMIG "is currently mutually
+  // exclusive with" PassthroughSupport (refused above anyway),
+  // NVMLDeviceHealthCheck and MPSSupport. Gates set only by AllAlpha never
+  // get here (AllAlpha=true is refused).
+  if (value(*FindGate(kDynamicMig))) {
+    for (absl::string_view other :
+         {"PassthroughSupport", "NVMLDeviceHealthCheck", "MPSSupport"}) {
+      if (value(*FindGate(other))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("feature gate ", kDynamicMig,
+                         " is currently mutually exclusive with ", other,
+                         " (as in NVIDIA's driver): turn one of them off"));
+      }
+    }
+  }
   FeatureGates out;
   out.consumable_shares = value(*FindGate(kConsumableShares));
+  out.dynamic_mig = value(*FindGate(kDynamicMig));
   *gates = out;
   return absl::OkStatus();
 }
 
 std::string FormatFeatureGates(const FeatureGates& gates) {
-  return gates.consumable_shares ? absl::StrCat(kConsumableShares, "=true")
-                                 : "";
+  std::vector<std::string> on;
+  if (gates.consumable_shares) {
+    on.push_back(absl::StrCat(kConsumableShares, "=true"));
+  }
+  if (gates.dynamic_mig) on.push_back(absl::StrCat(kDynamicMig, "=true"));
+  return absl::StrJoin(on, ",");
 }
 
 absl::Status ParseConsumableShares(absl::string_view text,

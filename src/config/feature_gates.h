@@ -37,14 +37,17 @@ const std::vector<GateInfo>& NvidiaFeatureGates();
 // of a name wins), value one of Go's booleans (1, t, T, TRUE, true, True,
 // 0, f, F, FALSE, false, False), into `gates` (unnamed gates keep their
 // default). Also refuses what NVIDIA's driver refuses
-// (ComputeDomainCliques=true without IMEXDaemonsWithDNSNames; AllAlpha and
-// AllBeta set true).
+// (ComputeDomainCliques=true without IMEXDaemonsWithDNSNames; DynamicMIG=true
+// with MPSSupport, NVMLDeviceHealthCheck or PassthroughSupport; AllAlpha
+// set true).
 // Result on failure: InvalidArgument naming the item: "unknown feature gate
 // 'X' (known: ...)", "missing bool value for X", "invalid value of X=y",
-// or "X=true is not supported: <why>".
+// "X=true is not supported: <why>", or NVIDIA's "feature gate X requires Y
+// to also be enabled" / "feature gate X is currently mutually exclusive with
+// Y".
 absl::Status ParseFeatureGates(absl::string_view text, FeatureGates* gates);
 // `gates` as --feature-gates spells it: the gates not at NVIDIA's default
-// ("ConsumableShares=true"); "" if none.
+// ("ConsumableShares=true,DynamicMIG=true"); "" if none.
 std::string FormatFeatureGates(const FeatureGates& gates);
 
 // Parses --consumable-shares: "disabled", "memory", "unlimited" or a whole

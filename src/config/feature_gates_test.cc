@@ -16,6 +16,7 @@ TEST(FeatureGatesTest, ParsesAsComponentBaseDoes) {
     const char* text;
     bool consumable_shares;
     const char* error;  // "" if accepted
+    bool dynamic_mig = false;
   } cases[] = {
       {"", false, ""},
       {"ConsumableShares=true", true, ""},
@@ -27,19 +28,30 @@ TEST(FeatureGatesTest, ParsesAsComponentBaseDoes) {
       {"IMEXDaemonsWithDNSNames=false,ComputeDomainCliques=false", false, ""},
       {"AllBeta=true,AllAlpha=false", false, ""},
       {"DynamicMIG=false,PassthroughSupport=false", false, ""},
+      {"DynamicMIG=true", false, "", true},
+      {"DynamicMIG=true,ConsumableShares=true,TimeSlicingSettings=true", true,
+       "", true},
+      {"DynamicMIG=true,MPSSupport=false,NVMLDeviceHealthCheck=false", false,
+       "", true},
+      {"MPSSupport=true,DynamicMIG=1,MPSSupport=false", false, "", true},
       {"ConsumableShares", false, "missing bool value for ConsumableShares"},
       {"ConsumableShares=yes", false,
        "invalid value of ConsumableShares=yes (true or false)"},
       {"consumableShares=true", false,
        "unknown feature gate 'consumableShares'"},
       {"Bogus=false", false, "unknown feature gate 'Bogus'"},
-      {"DynamicMIG=true", false,
-       "DynamicMIG=true is not supported: MIG devices are created on demand "
-       "only by NVIDIA's driver; here the MIG devices that exist are "
-       "published"},
+      // NVIDIA's ValidateFeatureGates refuses these pairs.
+      {"DynamicMIG=true,MPSSupport=true", false,
+       "feature gate DynamicMIG is currently mutually exclusive with "
+       "MPSSupport (as in NVIDIA's driver): turn one of them off"},
+      {"NVMLDeviceHealthCheck=t,DynamicMIG=true", false,
+       "feature gate DynamicMIG is currently mutually exclusive with "
+       "NVMLDeviceHealthCheck"},
       {"PassthroughSupport=true", false,
        "PassthroughSupport=true is not supported: VFIO passthrough is not "
        "supported"},
+      {"DynamicMIG=true,PassthroughSupport=true", false,
+       "PassthroughSupport=true is not supported"},
       {"DRAListTypeAttributes=1", false,
        "DRAListTypeAttributes=true is not supported"},
       {"AllAlpha=true", false,
@@ -56,6 +68,7 @@ TEST(FeatureGatesTest, ParsesAsComponentBaseDoes) {
     if (std::string(c.error).empty()) {
       ASSERT_TRUE(s.ok()) << s;
       EXPECT_EQ(gates.consumable_shares, c.consumable_shares);
+      EXPECT_EQ(gates.dynamic_mig, c.dynamic_mig);
     } else {
       EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
       EXPECT_EQ(std::string(s.message()).rfind(c.error, 0), 0u) << s;
@@ -102,6 +115,7 @@ TEST(FeatureGatesTest, EveryGateAcceptsItsDefault) {
     }
   }
   EXPECT_EQ(names.count("ConsumableShares"), 1u);
+  EXPECT_EQ(names.count("DynamicMIG"), 1u);
 }
 
 TEST(FeatureGatesTest, FormatsWhatDiffersFromTheDefaults) {
@@ -110,6 +124,10 @@ TEST(FeatureGatesTest, FormatsWhatDiffersFromTheDefaults) {
   gates.consumable_shares = true;
   EXPECT_EQ(FormatFeatureGates(gates), "ConsumableShares=true");
   FeatureGates back;
+  ASSERT_TRUE(ParseFeatureGates(FormatFeatureGates(gates), &back).ok());
+  EXPECT_EQ(back, gates);
+  gates.dynamic_mig = true;
+  EXPECT_EQ(FormatFeatureGates(gates), "ConsumableShares=true,DynamicMIG=true");
   ASSERT_TRUE(ParseFeatureGates(FormatFeatureGates(gates), &back).ok());
   EXPECT_EQ(back, gates);
 }
