@@ -176,6 +176,7 @@ const GpuInfo* InSameSlot(const NodeGpus* known, const GpuInfo& g) {
 absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
                                     const std::string& sysfs_root,
                                     const NodeGpus* known,
+                                    const DiscoverOptions& options,
                                     std::vector<LeftOut>* unusable) {
   GpuInfo g;
   g.index = index;
@@ -218,6 +219,11 @@ absl::StatusOr<GpuInfo> DiscoverOne(const Nvml& nvml, unsigned index,
   if (g.mig_enabled) {
     if (absl::Status s = DiscoverMigs(nvml, d, &g, unusable); !s.ok()) {
       return s;
+    }
+    if (options.mig_profiles) {
+      auto profiles = ReadMigProfiles(nvml, d);
+      if (!profiles.ok()) return profiles.status();
+      g.mig_profiles = *std::move(profiles);
     }
   }
   if (const GpuInfo* before = InSameSlot(known, g); before != nullptr) {
@@ -352,7 +358,8 @@ int ReadNumaNode(const std::string& sysfs_root, const std::string& bus_id) {
 
 absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
                                       const std::string& sysfs_root,
-                                      const NodeGpus* known) {
+                                      const NodeGpus* known,
+                                      const DiscoverOptions& options) {
   NodeGpus node;
   auto driver = nvml.DriverVersion();
   if (!driver.ok()) return driver.status();
@@ -364,7 +371,7 @@ absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
   if (!count.ok()) return count.status();
   for (unsigned i = 0; i < *count; ++i) {
     std::vector<LeftOut> mig_errors;
-    auto gpu = DiscoverOne(nvml, i, sysfs_root, known, &mig_errors);
+    auto gpu = DiscoverOne(nvml, i, sysfs_root, known, options, &mig_errors);
     if (gpu.ok()) {
       node.gpus.push_back(*std::move(gpu));
       for (LeftOut& s : mig_errors) node.unusable.push_back(std::move(s));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "device/mig_profiles.h"
 #include "nvml/nvml_api.h"
 
 namespace gdp {
@@ -54,6 +55,18 @@ struct GpuInfo {
   bool mig_capable = false;
   bool mig_enabled = false;
   std::vector<MigInfo> migs;  // when mig_enabled, ordered by index
+  // Dynamic MIG: the profiles and placements this GPU can be partitioned
+  // into on demand. Filled only when DiscoverOptions::mig_profiles asks for
+  // it and the GPU has MIG enabled; empty otherwise.
+  std::vector<MigProfilePlacements> mig_profiles;
+};
+
+// What DiscoverGpus reads beyond what every caller needs.
+struct DiscoverOptions {
+  // Read each MIG-enabled GPU's profiles and placements into
+  // GpuInfo::mig_profiles (ReadMigProfiles): for dynamic MIG. A GPU whose
+  // profiles NVML cannot read is left out, as for its MIG devices.
+  bool mig_profiles = false;
 };
 
 // A GPU or MIG device that discovery left out: its slot and why.
@@ -85,11 +98,12 @@ struct NodeGpus {
 // `known` (an earlier discovery with the same sysfs_root) found again with
 // the same UUID and PCI bus ID keeps its NUMA node and PCIe root, unread:
 // they belong to its slot, and reading them is most of a rediscovery's
-// cost. Result on failure: a node-wide NVML error (driver version, device
-// count).
+// cost. `options` says what else to read (DiscoverOptions). Result on
+// failure: a node-wide NVML error (driver version, device count).
 absl::StatusOr<NodeGpus> DiscoverGpus(const Nvml& nvml,
                                       const std::string& sysfs_root,
-                                      const NodeGpus* known = nullptr);
+                                      const NodeGpus* known = nullptr,
+                                      const DiscoverOptions& options = {});
 
 // NVIDIA's name of a MIG profile, as NVIDIA's go-nvlib forms it:
 // "<gi_slices>g.<gb>gb", with "<ci_slices>c." in front when the compute
