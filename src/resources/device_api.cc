@@ -140,6 +140,16 @@ absl::StatusOr<DeviceApiSplit> SplitDeviceApis(const NodeGpus& node,
       continue;
     }
     if (!p.migs.empty()) {
+      if (c.feature_gates.dynamic_mig && g.mig_enabled) {
+        const MigInfo& m = g.migs[*p.migs.begin()];
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dra.devices: MIG device ", g.index, ":", m.index, " (", m.uuid,
+            ") of ", GpuLabel(g),
+            " goes to DRA alone, but with feature gate DynamicMIG DRA "
+            "partitions a MIG-enabled GPU whole, on demand, so the GPU must "
+            "be DRA's alone; name the whole GPU in dra.devices, or none of "
+            "its MIG devices"));
+      }
       if (both && c.mig_strategy == MigStrategy::kNone) {
         const MigInfo& m = g.migs[*p.migs.begin()];
         return absl::InvalidArgumentError(absl::StrCat(

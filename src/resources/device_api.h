@@ -33,10 +33,14 @@ struct DeviceApiSplit {
 // UUIDs (one MIG device). A reference that names nothing on this node is
 // logged and skipped, so one config can serve different nodes.
 // REQUIRES: Validate(config).ok().
+// With feature gate DynamicMIG, a MIG-enabled GPU DRA serves is DRA's alone
+// (it partitions it on demand): dra.devices must name it whole or none of
+// it.
 // Result on failure: InvalidArgument naming the GPU and the setting when a
 // unit would be offered by both APIs: a MIG device of a GPU the device
-// plugin offers whole (MIG strategy none), or a sharing entry listing a GPU
-// or MIG device that DRA serves.
+// plugin offers whole (MIG strategy none), some but not all of a
+// MIG-enabled GPU with DynamicMIG (either device API), or a sharing entry
+// listing a GPU or MIG device that DRA serves.
 absl::StatusOr<DeviceApiSplit> SplitDeviceApis(const NodeGpus& node,
                                                const Config& config);
 

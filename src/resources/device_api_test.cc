@@ -175,6 +175,62 @@ TEST(SplitDeviceApisTest, RefusesAUnitBothWouldOffer) {
   EXPECT_TRUE(SplitDeviceApis(Node(), ok).ok());
 }
 
+TEST(SplitDeviceApisTest, DynamicMigGpuIsDrasAlone) {
+  struct Case {
+    const char* name;
+    bool dynamic_mig;
+    DeviceApi api;
+    std::optional<SharedDevices> devices;
+    // Empty: refused, naming GPU 3 and the gate.
+    std::optional<std::vector<std::string>> device_plugin, dra;
+  };
+  const std::vector<std::string> none;
+  const Case cases[] = {
+      {"one MIG device of a MIG GPU, both APIs", true, DeviceApi::kBoth,
+       List({"3:1"}), std::nullopt, std::nullopt},
+      {"one MIG device by UUID, DRA only", true, DeviceApi::kDra,
+       List({"MIG-7"}), std::nullopt, std::nullopt},
+      {"every MIG device one by one is still not the GPU", true,
+       DeviceApi::kBoth, List({"3:0", "3:1"}), std::nullopt, std::nullopt},
+      {"the whole MIG GPU", true, DeviceApi::kBoth, List({"3"}),
+       std::vector<std::string>{"GPU-0", "GPU-1", "GPU-2"},
+       std::vector<std::string>{"GPU-3[MIG-7 MIG-8 ]"}},
+      {"the whole MIG GPU and one of its MIG devices", true, DeviceApi::kBoth,
+       List({"3:0", "GPU-3"}),
+       std::vector<std::string>{"GPU-0", "GPU-1", "GPU-2"},
+       std::vector<std::string>{"GPU-3[MIG-7 MIG-8 ]"}},
+      {"the MIG GPU left to the device plugin", true, DeviceApi::kBoth,
+       List({"0", "1"}),
+       std::vector<std::string>{"GPU-2", "GPU-3[MIG-7 MIG-8 ]"},
+       std::vector<std::string>{"GPU-0", "GPU-1"}},
+      {"every GPU to DRA by default", true, DeviceApi::kBoth, std::nullopt,
+       none,
+       std::vector<std::string>{"GPU-0", "GPU-1", "GPU-2",
+                                "GPU-3[MIG-7 MIG-8 ]"}},
+      {"without the gate a MIG device may go alone", false, DeviceApi::kBoth,
+       List({"3:1"}),
+       std::vector<std::string>{"GPU-0", "GPU-1", "GPU-2", "GPU-3[MIG-7 ]"},
+       std::vector<std::string>{"GPU-3[MIG-8 ]"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Config config = WithApi(c.api, c.devices);
+    config.feature_gates.dynamic_mig = c.dynamic_mig;
+    absl::StatusOr<DeviceApiSplit> s = SplitDeviceApis(Node(), config);
+    if (!c.dra.has_value()) {
+      ASSERT_FALSE(s.ok());
+      EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(s.status().message(), HasSubstr("of GPU 3 (GPU-3)"));
+      EXPECT_THAT(s.status().message(), HasSubstr("DynamicMIG"));
+      EXPECT_THAT(s.status().message(), HasSubstr("dra.devices"));
+      continue;
+    }
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(Uuids(s->device_plugin), *c.device_plugin);
+    EXPECT_EQ(Uuids(s->dra), *c.dra);
+  }
+}
+
 TEST(SplitDeviceApisTest, UnusableStayWithTheDevicePlugin) {
   NodeGpus n = Node();
   n.unusable.push_back(LeftOut{.gpu = 9,
