@@ -55,6 +55,25 @@ struct RequestPolicy {
 // The granularity of consumable memory: NVIDIA's 1Mi step.
 inline constexpr uint64_t kMemoryStep = uint64_t{1} << 20;
 
+// A set of shared counters (resource.k8s.io/v1 CounterSet, KEP-4815): what
+// the devices consuming from it share, e.g. one GPU's multiprocessors,
+// engines, memory and memory slices.
+struct CounterSet {
+  std::string name;  // a DNS label: "gpu-0-counter-set"
+  // By counter name (DNS labels): "memory" (bytes), "memory-slice-3" (1).
+  std::map<std::string, uint64_t> counters;
+  bool operator==(const CounterSet&) const = default;
+};
+
+// What a device takes of a counter set while allocated (resource.k8s.io/v1
+// DeviceCounterConsumption); the scheduler allocates it only while every
+// counter has that much left.
+struct CounterConsumption {
+  std::string counter_set;
+  std::map<std::string, uint64_t> counters;
+  bool operator==(const CounterConsumption&) const = default;
+};
+
 // One device as DRA publishes it.
 struct DraDevice {
   // "gpu-<minor>", or "gpu-<minor>-mig-<profile>-<gi profile>-<placement>"
@@ -72,6 +91,15 @@ struct DraDevice {
   // and empty for a whole device.
   bool allow_multiple_allocations = false;
   std::map<std::string, RequestPolicy> request_policies;
+  // Partitionable devices (NVIDIA's DynamicMIG): what the device takes of
+  // its GPU's counter set when allocated (the whole GPU all of it, a MIG
+  // profile placement its share and its memory slices). Empty otherwise.
+  std::vector<CounterConsumption> consumes_counters;
+  // On the first device of a GPU published partitionable: that GPU's
+  // counter set, which the publisher puts in a slice of counters only
+  // (1.35+: a slice holds devices or shared counters, not both); never
+  // part of the device itself.
+  std::optional<CounterSet> shared_counters;
   // Whether the driver can enforce a share's memory limit on this device
   // (published as "<driver>/memoryLimits": "enforced" or "none"), and if
   // not, why.

@@ -27,27 +27,38 @@ std::string MetadataString(const nlohmann::json& object, const char* key) {
   return v != m->end() && v->is_string() ? v->get<std::string>() : "";
 }
 
+// What identifies a slice across publications: its first device, or for
+// a slice of counters its first counter set ("" when empty).
+std::string SliceKey(const std::vector<SliceDevice>& devices,
+                     const std::vector<CounterSet>& counter_sets) {
+  if (!devices.empty()) return absl::StrCat("device ", devices.front().name);
+  if (!counter_sets.empty()) {
+    return absl::StrCat("counters ", counter_sets.front().name);
+  }
+  return "";
+}
+
 // Which published slice each wanted slice replaces: the one that holds the
-// wanted slice's first device, so that a change moves no device between
-// slices; the others fill the remaining places in name order, and what is
-// left over is appended to `stale`.
+// wanted slice's first device (or counter set), so that a change moves no
+// device between slices; the others fill the remaining places in name
+// order, and what is left over is appended to `stale`.
 std::vector<std::optional<PublishedSlice>> AlignSlices(
-    const std::vector<std::vector<SliceDevice>>& wanted,
-    std::vector<PublishedSlice> ours, std::vector<PublishedSlice>* stale) {
+    const std::vector<SliceContent>& wanted, std::vector<PublishedSlice> ours,
+    std::vector<PublishedSlice>* stale) {
   std::sort(ours.begin(), ours.end(),
             [](const PublishedSlice& a, const PublishedSlice& b) {
               return a.name < b.name;
             });
-  std::map<std::string, size_t> first_device;  // -> wanted index
+  std::map<std::string, size_t> first;  // SliceKey -> wanted index
   for (size_t i = 0; i < wanted.size(); ++i) {
-    if (!wanted[i].empty()) first_device.emplace(wanted[i].front().name, i);
+    std::string key = SliceKey(wanted[i].devices, wanted[i].counter_sets);
+    if (!key.empty()) first.emplace(std::move(key), i);
   }
   std::vector<std::optional<PublishedSlice>> slot(wanted.size());
   std::vector<PublishedSlice> rest;
   for (PublishedSlice& s : ours) {
-    auto it = s.devices.empty() ? first_device.end()
-                                : first_device.find(s.devices.front().name);
-    if (it != first_device.end() && !slot[it->second].has_value()) {
+    auto it = first.find(SliceKey(s.devices, s.counter_sets));
+    if (it != first.end() && !slot[it->second].has_value()) {
       slot[it->second] = std::move(s);
     } else {
       rest.push_back(std::move(s));
@@ -59,6 +70,41 @@ std::vector<std::optional<PublishedSlice>> AlignSlices(
   }
   for (; next < rest.size(); ++next) stale->push_back(std::move(rest[next]));
   return slot;
+}
+
+bool AnyCounters(const std::vector<SliceDevice>& devices,
+                 const std::vector<CounterSet>& counter_sets) {
+  return !counter_sets.empty() ||
+         std::any_of(devices.begin(), devices.end(), [](const SliceDevice& d) {
+           return !d.consumes_counters.empty();
+         });
+}
+
+// `devices` for an API server that drops shared counters: each device that
+// consumes all of every counter set it names (a whole GPU) is kept without
+// its consumption; the others (its partitions, which would then overlap)
+// are left out, and no counter set is brought.
+void DropCounters(std::vector<SliceDevice>* devices) {
+  std::map<std::string, std::map<std::string, uint64_t>> sets;
+  for (const SliceDevice& d : *devices) {
+    if (d.shared_counters.has_value()) {
+      sets[d.shared_counters->name] = d.shared_counters->counters;
+    }
+  }
+  std::vector<SliceDevice> kept;
+  for (SliceDevice& d : *devices) {
+    const bool whole =
+        std::all_of(d.consumes_counters.begin(), d.consumes_counters.end(),
+                    [&](const CounterConsumption& c) {
+                      auto it = sets.find(c.counter_set);
+                      return it != sets.end() && it->second == c.counters;
+                    });
+    if (!whole) continue;
+    d.consumes_counters.clear();
+    d.shared_counters.reset();
+    kept.push_back(std::move(d));
+  }
+  *devices = std::move(kept);
 }
 
 bool AnyShared(const std::vector<SliceDevice>& devices) {
@@ -318,14 +364,17 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
   std::vector<SliceDevice> devices;
   bool withhold;
   bool whole;
+  bool no_counters;
   NodeOwner owner;
   {
     absl::MutexLock lock(&mu_);
     devices = wanted_;
     withhold = status_.taints_dropped;
     whole = status_.shares_dropped;
+    no_counters = status_.counters_dropped;
     owner = owner_;
   }
+  if (no_counters) DropCounters(&devices);
   if (whole) {
     for (SliceDevice& d : devices) {
       d.allow_multiple_allocations = false;
@@ -365,7 +414,7 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
   for (const PublishedSlice& s : ours) {
     generation = std::max(generation, s.generation);
   }
-  std::vector<std::vector<SliceDevice>> wanted =
+  std::vector<SliceContent> wanted =
       CutIntoSlices(std::move(devices), options_.limits);
   const int64_t count = static_cast<int64_t>(wanted.size());
   // The published slice each wanted one replaces (nullopt: a new one).
@@ -373,10 +422,11 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
       AlignSlices(wanted, std::move(ours), &stale);
   std::vector<size_t> changed;
   for (size_t i = 0; i < wanted.size(); ++i) {
-    const bool same = slot[i].has_value() && slot[i]->devices == wanted[i] &&
-                      slot[i]->slice_count == count &&
-                      slot[i]->generation == generation &&
-                      slot[i]->node_name == options_.node_name;
+    const bool same =
+        slot[i].has_value() && slot[i]->devices == wanted[i].devices &&
+        slot[i]->counter_sets == wanted[i].counter_sets &&
+        slot[i]->slice_count == count && slot[i]->generation == generation &&
+        slot[i]->node_name == options_.node_name;
     if (!same) changed.push_back(i);
   }
 
@@ -400,7 +450,8 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
       o.node_name = options_.node_name;
       o.generation = generation;
       o.slice_count = count;
-      o.devices = wanted[i];
+      o.devices = wanted[i].devices;
+      o.counter_sets = wanted[i].counter_sets;
       nlohmann::json body = SliceJson(o, owner, times);
       absl::StatusOr<nlohmann::json> written =
           o.name.empty()
@@ -416,7 +467,7 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
       absl::MutexLock lock(&mu_);
       RememberWriteLocked(back->name, back->resource_version);
       known.insert({back->name, back->resource_version});
-      if (AnyTaint(wanted[i]) && !AnyTaint(back->devices) &&
+      if (AnyTaint(wanted[i].devices) && !AnyTaint(back->devices) &&
           !status_.taints_dropped) {
         status_.taints_dropped = true;
         dirty_ = true;
@@ -428,7 +479,22 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
             "DRADeviceTaints feature gate is off): unhealthy devices are "
             "left out of the ResourceSlices instead until they recover");
       }
-      if (AnyShared(wanted[i]) && !AnyShared(back->devices) &&
+      if (AnyCounters(wanted[i].devices, wanted[i].counter_sets) &&
+          !AnyCounters(back->devices, back->counter_sets) &&
+          !status_.counters_dropped) {
+        status_.counters_dropped = true;
+        dirty_ = true;
+        foreign_only_ = false;
+        next_attempt_ = absl::InfinitePast();
+        ++changes_;
+        LOG_WARN(
+            "The API server dropped the shared counters and consumesCounters "
+            "of our devices (the DRAPartitionableDevices feature gate is "
+            "off; on by default from Kubernetes 1.36): MIG profile "
+            "placements are not offered (DynamicMIG), whole GPUs are "
+            "published without counters");
+      }
+      if (AnyShared(wanted[i].devices) && !AnyShared(back->devices) &&
           !status_.shares_dropped) {
         status_.shares_dropped = true;
         dirty_ = true;
@@ -453,12 +519,16 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
       ++*writes;
       known.erase({s.name, s.resource_version});
     }
-    size_t total = 0;
-    for (const auto& w : wanted) total += w.size();
+    size_t total = 0, sets = 0;
+    for (const SliceContent& w : wanted) {
+      total += w.devices.size();
+      sets += w.counter_sets.size();
+    }
     LOG_INFO(
-        "Published {} device(s) in {} ResourceSlice(s) of pool {}, "
+        "Published {} device(s){} in {} ResourceSlice(s) of pool {}, "
         "generation {}{}",
-        total, wanted.size(), options_.node_name, generation,
+        total, sets == 0 ? "" : absl::StrCat(" and ", sets, " counter set(s)"),
+        wanted.size(), options_.node_name, generation,
         stale.empty()
             ? ""
             : absl::StrCat(" (deleted ", stale.size(), " obsolete slice(s))"));
@@ -471,7 +541,11 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
   status_.generation = generation;
   status_.slices = wanted.size();
   status_.devices = 0;
-  for (const auto& w : wanted) status_.devices += w.size();
+  status_.counter_sets = 0;
+  for (const SliceContent& w : wanted) {
+    status_.devices += w.devices.size();
+    status_.counter_sets += w.counter_sets.size();
+  }
   return absl::OkStatus();
 }
 

@@ -53,7 +53,8 @@ struct PublisherStatus {
   int64_t generation = 0;
   size_t slices = 0;
   size_t devices = 0;
-  std::string last_error;  // of the last failed attempt; "" after success
+  size_t counter_sets = 0;  // shared counter sets (DynamicMIG)
+  std::string last_error;   // of the last failed attempt; "" after success
   // The API server dropped our taints (DRADeviceTaints off): unhealthy
   // devices are withheld from the slices instead.
   bool taints_dropped = false;
@@ -61,6 +62,11 @@ struct PublisherStatus {
   // (DRAConsumableCapacity off: Kubernetes 1.34 and 1.35 by default):
   // devices are published whole instead.
   bool shares_dropped = false;
+  // The API server dropped sharedCounters and consumesCounters
+  // (DRAPartitionableDevices off: Kubernetes 1.34 and 1.35 by default):
+  // devices that consume part of a counter set (MIG profile placements)
+  // are withheld, whole GPUs published without counters.
+  bool counters_dropped = false;
 };
 
 // Thread-safe. Run() and the watch loop each need a thread; Step() lets a
@@ -74,8 +80,9 @@ class SlicePublisher {
   SlicePublisher(const SlicePublisher&) = delete;
   SlicePublisher& operator=(const SlicePublisher&) = delete;
 
-  // The devices the pool should hold now (with their taints). Wakes the
-  // loop when they differ from the last ones given.
+  // The devices the pool should hold now (with their taints, counter
+  // consumptions, and the counter sets they bring: CutIntoSlices). Wakes
+  // the loop when they differ from the last ones given.
   void SetDevices(std::vector<SliceDevice> devices) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Reconciles until Stop(). Call from one thread.

@@ -283,6 +283,104 @@ TEST_F(PublisherTest, ConsumableCapacityKeptBy136) {
             "1Mi");
 }
 
+// `gpus` partitionable GPUs as DynamicMIG publishes them: the whole GPU
+// (consuming all of its counter set, and bringing it) and `parts`
+// placements of one memory slice each.
+std::vector<SliceDevice> PartitionedDevices(int gpus, int parts) {
+  std::vector<SliceDevice> out;
+  for (int g = 0; g < gpus; ++g) {
+    const std::string set = absl::StrCat("gpu-", g, "-counter-set");
+    CounterSet counters{set, {{"memory", 80ull << 30}}};
+    for (int p = 0; p < parts; ++p) {
+      counters.counters[absl::StrCat("memory-slice-", p)] = 1;
+    }
+    SliceDevice whole;
+    whole.name = absl::StrCat("gpu-", g);
+    whole.attributes["type"] = AttributeValue::String("gpu");
+    whole.capacity["memory"] = 80ull << 30;
+    whole.consumes_counters = {{set, counters.counters}};
+    whole.shared_counters = counters;
+    out.push_back(whole);
+    for (int p = 0; p < parts; ++p) {
+      SliceDevice d;
+      d.name = absl::StrCat("gpu-", g, "-mig-1g10gb-19-", p);
+      d.attributes["type"] = AttributeValue::String("mig");
+      d.capacity["memory"] = 10ull << 30;
+      d.consumes_counters = {
+          {set,
+           {{"memory", 10ull << 30}, {absl::StrCat("memory-slice-", p), 1}}}};
+      out.push_back(d);
+    }
+  }
+  return out;
+}
+
+TEST_F(PublisherTest, CounterSetsInSlicesOfTheirOwnBy136) {
+  StartServer({"--kube-version", "1.36"});
+  publisher_->SetDevices(PartitionedDevices(8, 7));
+  ASSERT_TRUE(StepUntilInSync()) << publisher_->status().last_error;
+  EXPECT_FALSE(publisher_->status().counters_dropped);
+  EXPECT_EQ(publisher_->status().counter_sets, 8u);
+  EXPECT_EQ(publisher_->status().devices, 64u);
+  // One slice of the 8 counter sets, then 8 GPUs of 8 devices in one slice
+  // of 64.
+  std::vector<json> s = Slices();
+  ASSERT_EQ(s.size(), 2u);
+  size_t sets = 0, devices = 0;
+  for (const json& slice : s) {
+    EXPECT_NE(slice["spec"].contains("devices"),
+              slice["spec"].contains("sharedCounters"));
+    if (slice["spec"].contains("sharedCounters")) {
+      sets += slice["spec"]["sharedCounters"].size();
+    } else {
+      devices += slice["spec"]["devices"].size();
+    }
+  }
+  EXPECT_EQ(sets, 8u);
+  EXPECT_EQ(devices, 64u);
+  absl::StatusOr<json> pools = test_api_->Get("/emulator/pools");
+  ASSERT_TRUE(pools.ok()) << pools.status();
+  ASSERT_EQ(pools->size(), 1u);
+  EXPECT_EQ((*pools)[0]["problems"], json::array());
+  EXPECT_EQ((*pools)[0]["complete"], true);
+  // A taint on one GPU rewrites the slice holding it, in place.
+  std::vector<SliceDevice> tainted = PartitionedDevices(8, 7);
+  for (size_t i = 0; i < 8; ++i) {
+    tainted[i].taints.push_back({"gpu.nvidia.com/xid", "79", "NoSchedule"});
+  }
+  publisher_->SetDevices(tainted);
+  ASSERT_TRUE(StepUntilInSync()) << publisher_->status().last_error;
+  EXPECT_EQ(publisher_->status().generation, 1);
+  // Nine GPUs: two slices of counters (8 at most each), two of devices.
+  publisher_->SetDevices(PartitionedDevices(9, 7));
+  ASSERT_TRUE(StepUntilInSync()) << publisher_->status().last_error;
+  EXPECT_EQ(Slices().size(), 4u);
+  pools = test_api_->Get("/emulator/pools");
+  ASSERT_TRUE(pools.ok()) << pools.status();
+  EXPECT_EQ((*pools)[0]["problems"], json::array());
+  EXPECT_EQ((*pools)[0]["counterSets"], 9);
+  absl::StatusOr<json> violations = test_api_->Get("/emulator/violations");
+  ASSERT_TRUE(violations.ok());
+  EXPECT_EQ(*violations, json::array());
+}
+
+TEST_F(PublisherTest, CountersDroppedMeanWholeGpusOnly) {
+  StartServer({"--kube-version", "1.35"});
+  publisher_->SetDevices(PartitionedDevices(2, 7));
+  ASSERT_TRUE(StepUntilInSync()) << publisher_->status().last_error;
+  EXPECT_TRUE(publisher_->status().counters_dropped);
+  EXPECT_EQ(publisher_->status().counter_sets, 0u);
+  std::vector<json> s = Slices();
+  ASSERT_EQ(s.size(), 1u);
+  ASSERT_EQ(s[0]["spec"]["devices"].size(), 2u);
+  EXPECT_EQ(s[0]["spec"]["devices"][0]["name"], "gpu-0");
+  EXPECT_EQ(s[0]["spec"]["devices"][1]["name"], "gpu-1");
+  EXPECT_FALSE(s[0]["spec"]["devices"][0].contains("consumesCounters"));
+  const std::string version = s[0]["metadata"]["resourceVersion"];
+  publisher_->Step(absl::ZeroDuration());
+  EXPECT_EQ(Slices()[0]["metadata"]["resourceVersion"], version);
+}
+
 TEST_F(PublisherTest, ErrorsAreRetriedAndTaintsDroppedMeanWithholding) {
   StartServer({"--drop-taints"});
   // The API server fails the first writes.

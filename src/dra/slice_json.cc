@@ -92,6 +92,43 @@ std::optional<RequestPolicy> ParsePolicy(const json& j) {
       .default_value = *def, .min = *min, .max = *max, .step = *step};
 }
 
+// {"<name>": {"value": "<quantity>"}, ...}: counters as the API writes them.
+json CountersJson(const std::map<std::string, uint64_t>& counters) {
+  json out = json::object();
+  for (const auto& [name, value] : counters) {
+    out[name] = {{"value", CanonicalQuantity(value)}};
+  }
+  return out;
+}
+
+// Counters as CountersJson writes them; nullopt if any is not one.
+std::optional<std::map<std::string, uint64_t>> ParseCounters(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  std::map<std::string, uint64_t> out;
+  for (const auto& [name, value] : j.items()) {
+    if (!value.is_object() || value.size() != 1) return std::nullopt;
+    std::optional<uint64_t> n = QuantityAt(value, "value");
+    if (!n.has_value()) return std::nullopt;
+    out[name] = *n;
+  }
+  return out;
+}
+
+// A counter set or consumption with `name_key` ("name", "counterSet") and
+// counters, and nothing else; nullopt otherwise.
+std::optional<std::pair<std::string, std::map<std::string, uint64_t>>>
+ParseNamedCounters(const json& j, const char* name_key) {
+  if (!j.is_object() || j.size() != 2) return std::nullopt;
+  auto name = j.find(name_key);
+  auto counters = j.find("counters");
+  if (name == j.end() || !name->is_string() || counters == j.end()) {
+    return std::nullopt;
+  }
+  std::optional<std::map<std::string, uint64_t>> c = ParseCounters(*counters);
+  if (!c.has_value()) return std::nullopt;
+  return std::make_pair(name->get<std::string>(), *std::move(c));
+}
+
 // A device that cannot match anything we publish (its name keeps it
 // apart in messages).
 SliceDevice Unreadable(const std::string& name) {
@@ -133,6 +170,15 @@ SliceDevice ParseDevice(const json& j, TaintTimes* times) {
     if (!m->is_boolean()) return Unreadable(name);
     d.allow_multiple_allocations = m->get<bool>();
   }
+  if (auto c = j.find("consumesCounters"); c != j.end()) {
+    if (!c->is_array()) return Unreadable(name);
+    for (const json& consumption : *c) {
+      auto parsed = ParseNamedCounters(consumption, "counterSet");
+      if (!parsed.has_value()) return Unreadable(name);
+      d.consumes_counters.push_back(
+          {std::move(parsed->first), std::move(parsed->second)});
+    }
+  }
   if (auto t = j.find("taints"); t != j.end() && t->is_array()) {
     for (const json& taint : *t) {
       if (!taint.is_object()) return Unreadable(name);
@@ -144,11 +190,11 @@ SliceDevice ParseDevice(const json& j, TaintTimes* times) {
       d.taints.push_back(std::move(x));
     }
   }
-  // Fields we never publish (consumesCounters, bindsToNode, ...) make it
-  // differ.
+  // Fields we never publish (bindsToNode, ...) make it differ.
   for (const auto& [key, unused] : j.items()) {
     if (key != "name" && key != "attributes" && key != "capacity" &&
-        key != "taints" && key != "allowMultipleAllocations") {
+        key != "taints" && key != "allowMultipleAllocations" &&
+        key != "consumesCounters") {
       return Unreadable(name);
     }
   }
@@ -196,6 +242,14 @@ json SliceJson(const SliceObject& s, const NodeOwner& owner,
       }
       device["capacity"] = std::move(capacity);
     }
+    if (!d.consumes_counters.empty()) {
+      json consumes = json::array();
+      for (const CounterConsumption& c : d.consumes_counters) {
+        consumes.push_back({{"counterSet", c.counter_set},
+                            {"counters", CountersJson(c.counters)}});
+      }
+      device["consumesCounters"] = std::move(consumes);
+    }
     if (d.allow_multiple_allocations) device["allowMultipleAllocations"] = true;
     if (!d.taints.empty()) {
       json taints = json::array();
@@ -212,17 +266,26 @@ json SliceJson(const SliceObject& s, const NodeOwner& owner,
     }
     devices.push_back(std::move(device));
   }
+  json spec = {{"driver", s.driver},
+               {"pool",
+                {{"name", s.node_name},
+                 {"generation", s.generation},
+                 {"resourceSliceCount", s.slice_count}}},
+               {"nodeName", s.node_name}};
+  if (s.counter_sets.empty()) {
+    spec["devices"] = std::move(devices);
+  } else {
+    json sets = json::array();
+    for (const CounterSet& c : s.counter_sets) {
+      sets.push_back(
+          {{"name", c.name}, {"counters", CountersJson(c.counters)}});
+    }
+    spec["sharedCounters"] = std::move(sets);
+  }
   return {{"apiVersion", kApiVersion},
           {"kind", "ResourceSlice"},
           {"metadata", std::move(metadata)},
-          {"spec",
-           {{"driver", s.driver},
-            {"pool",
-             {{"name", s.node_name},
-              {"generation", s.generation},
-              {"resourceSliceCount", s.slice_count}}},
-            {"nodeName", s.node_name},
-            {"devices", std::move(devices)}}}};
+          {"spec", std::move(spec)}};
 }
 
 absl::StatusOr<PublishedSlice> ParseSlice(const json& object) {
@@ -258,6 +321,22 @@ absl::StatusOr<PublishedSlice> ParseSlice(const json& object) {
         continue;
       }
       s.devices.push_back(ParseDevice(d, &s.taint_times));
+    }
+  }
+  if (auto sets = spec->find("sharedCounters"); sets != spec->end()) {
+    if (!sets->is_array()) {
+      // Matches nothing we publish: rewritten.
+      s.counter_sets.push_back({"\x01unreadable", {}});
+    } else {
+      for (const json& c : *sets) {
+        auto parsed = ParseNamedCounters(c, "name");
+        if (!parsed.has_value()) {
+          s.counter_sets.push_back({"\x01unreadable", {}});
+          continue;
+        }
+        s.counter_sets.push_back(
+            {std::move(parsed->first), std::move(parsed->second)});
+      }
     }
   }
   return s;

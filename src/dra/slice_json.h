@@ -26,7 +26,9 @@ struct SliceObject {
   std::string node_name;  // also the pool's name
   int64_t generation = 0;
   int64_t slice_count = 1;
+  // One of the two (a slice of counters has no devices field at all).
   std::vector<SliceDevice> devices;
+  std::vector<CounterSet> counter_sets;
 };
 
 // The Node that owns our slices (garbage collection when it is deleted).
@@ -45,8 +47,10 @@ using TaintTimes =
 // "<node>-<driver>-", cut to the 58 characters the API server keeps),
 // resourceVersion when set, an ownerReference to `owner`; spec.driver,
 // spec.pool {name = node, generation, resourceSliceCount}, spec.nodeName and
-// spec.devices with attributes, capacity (canonical quantities) and taints
-// (timeAdded from `times` where known, else left to the API server).
+// either spec.sharedCounters (when `s` has counter sets) or spec.devices
+// with attributes, capacity (canonical quantities), consumesCounters and
+// taints (timeAdded from `times` where known, else left to the API
+// server).
 nlohmann::json SliceJson(const SliceObject& s, const NodeOwner& owner,
                          const TaintTimes& times);
 
@@ -60,13 +64,14 @@ struct PublishedSlice {
   int64_t generation = 0;
   int64_t slice_count = 0;
   std::vector<SliceDevice> devices;
+  std::vector<CounterSet> counter_sets;  // spec.sharedCounters
   TaintTimes taint_times;
 };
 
 // Reads what the publisher compares from a ResourceSlice object; fields it
-// does not know are ignored. A device or capacity it cannot read (a value
-// of a kind we never publish) makes the slice differ from anything we
-// would publish, so it is rewritten.
+// does not know are ignored. A device, capacity, counter set or counter it
+// cannot read (a value of a kind we never publish) makes the slice differ
+// from anything we would publish, so it is rewritten.
 // Result on failure: InvalidArgument naming what is missing (metadata.name,
 // spec), for objects that are not slices at all.
 absl::StatusOr<PublishedSlice> ParseSlice(const nlohmann::json& object);

@@ -48,6 +48,8 @@ std::vector<SliceDevice> SliceDevices(const std::vector<DraDevice>& inventory,
     s.capacity = d.capacity;
     s.allow_multiple_allocations = d.allow_multiple_allocations;
     s.request_policies = d.request_policies;
+    s.consumes_counters = d.consumes_counters;
+    s.shared_counters = d.shared_counters;
     if (auto it = by_name.find(d.name); it != by_name.end()) {
       s.taints = TaintsFor(*it->second, driver_name);
     }
@@ -57,18 +59,48 @@ std::vector<SliceDevice> SliceDevices(const std::vector<DraDevice>& inventory,
   return out;
 }
 
-std::vector<std::vector<SliceDevice>> CutIntoSlices(
-    std::vector<SliceDevice> devices, const SliceLimits& limits) {
-  const bool tainted =
-      std::any_of(devices.begin(), devices.end(),
-                  [](const SliceDevice& d) { return !d.taints.empty(); });
+std::vector<SliceContent> CutIntoSlices(std::vector<SliceDevice> devices,
+                                        const SliceLimits& limits) {
+  std::vector<SliceContent> slices;
+  const size_t sets_per_slice = std::max<size_t>(1, limits.max_counter_sets);
+  for (SliceDevice& d : devices) {
+    if (!d.shared_counters.has_value()) continue;
+    if (slices.empty() || slices.back().counter_sets.size() == sets_per_slice) {
+      slices.emplace_back();
+    }
+    slices.back().counter_sets.push_back(*std::move(d.shared_counters));
+    d.shared_counters.reset();
+  }
+  const bool advanced =
+      std::any_of(devices.begin(), devices.end(), [](const SliceDevice& d) {
+        return !d.taints.empty() || !d.consumes_counters.empty();
+      });
   const size_t per_slice = std::max<size_t>(
-      1, tainted ? limits.max_devices_with_taints : limits.max_devices);
-  std::vector<std::vector<SliceDevice>> slices;
-  for (size_t i = 0; i < devices.size(); i += per_slice) {
-    const size_t end = std::min(devices.size(), i + per_slice);
-    slices.emplace_back(std::make_move_iterator(devices.begin() + i),
-                        std::make_move_iterator(devices.begin() + end));
+      1, advanced ? limits.max_devices_with_taints : limits.max_devices);
+  // Runs of devices consuming the same counter set (one GPU's), each
+  // other device a run of its own.
+  auto group = [](const SliceDevice& d) -> const std::string* {
+    return d.consumes_counters.empty() ? nullptr
+                                       : &d.consumes_counters[0].counter_set;
+  };
+  const size_t first_device_slice = slices.size();
+  for (size_t i = 0; i < devices.size();) {
+    size_t end = i + 1;
+    if (const std::string* g = group(devices[i]); g != nullptr) {
+      while (end < devices.size() && group(devices[end]) != nullptr &&
+             *group(devices[end]) == *g) {
+        ++end;
+      }
+    }
+    // A run starts a slice of its own unless it fits in the open one.
+    if (slices.size() == first_device_slice ||
+        slices.back().devices.size() + (end - i) > per_slice) {
+      slices.emplace_back();
+    }
+    for (; i < end; ++i) {
+      if (slices.back().devices.size() == per_slice) slices.emplace_back();
+      slices.back().devices.push_back(std::move(devices[i]));
+    }
   }
   if (slices.empty()) slices.emplace_back();
   return slices;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,8 +33,22 @@ struct SliceDevice {
   // (DraDevice's).
   bool allow_multiple_allocations = false;
   std::map<std::string, RequestPolicy> request_policies;
+  // consumesCounters (DraDevice's).
+  std::vector<CounterConsumption> consumes_counters;
   std::vector<Taint> taints;
+  // DraDevice's: the counter set this device brings to the pool, which
+  // CutIntoSlices moves into a counters-only slice (never set on the
+  // devices of a SliceContent).
+  std::optional<CounterSet> shared_counters;
   bool operator==(const SliceDevice&) const = default;
+};
+
+// What one ResourceSlice of the pool holds: devices, or shared counter
+// sets (Kubernetes 1.35+ refuses a slice with both).
+struct SliceContent {
+  std::vector<SliceDevice> devices;
+  std::vector<CounterSet> counter_sets;
+  bool operator==(const SliceContent&) const = default;
 };
 
 // The taints of a device with this health, keys in the driver's domain
@@ -54,20 +69,31 @@ std::vector<SliceDevice> SliceDevices(const std::vector<DraDevice>& inventory,
                                       const std::string& driver_name,
                                       bool withhold_unhealthy);
 
-// The most devices one slice may hold: 128, and 64 when a device of the
-// slice has taints (Kubernetes 1.35+; 1.34 allows 128).
+// What one slice may hold (pkg/apis/resource/validation): 128 devices, 64
+// when a device of the slice has taints or consumes counters (Kubernetes
+// 1.35+; 1.34 allows 128), and 8 counter sets of at most 32 counters each
+// (a device's consumption at most 32 counters too).
 struct SliceLimits {
   size_t max_devices = 128;
-  size_t max_devices_with_taints = 64;
+  size_t max_devices_with_taints = 64;  // or consumesCounters
+  size_t max_counter_sets = 8;
 };
+// The API server's most counters in a counter set, and in one device's
+// consumption of one set (ResourceSliceMaxCountersPerCounterSet,
+// ResourceSliceMaxCountersPerDeviceCounterConsumption).
+inline constexpr size_t kMaxCountersPerSet = 32;
 
-// `devices` cut into slices in order: chunks of max_devices, or of
-// max_devices_with_taints when any device has taints (so a health change
-// moves no device to another slice unless the limit changes). At least
-// one slice, empty when there are no devices (a pool is published even
-// when empty).
-std::vector<std::vector<SliceDevice>> CutIntoSlices(
-    std::vector<SliceDevice> devices, const SliceLimits& limits);
+// The pool's slices for `devices`: first the counter sets the devices
+// bring (shared_counters, in device order; max_counter_sets a slice),
+// then the devices in order, in slices of at most max_devices, or
+// max_devices_with_taints when any device of the pool has taints or
+// consumes counters (so a health change moves no device to another slice
+// unless the limit changes). Devices consuming one counter set (one GPU's)
+// go whole into one slice when they fit in one, so that a change of one
+// GPU rewrites one slice. At least one slice, empty when there are no
+// devices (a pool is published even when empty).
+std::vector<SliceContent> CutIntoSlices(std::vector<SliceDevice> devices,
+                                        const SliceLimits& limits);
 
 }  // namespace gdp::dra
 

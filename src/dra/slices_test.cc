@@ -100,9 +100,9 @@ TEST(CutIntoSlicesTest, Limits) {
     }
     return out;
   };
-  auto sizes = [](const std::vector<std::vector<SliceDevice>>& slices) {
+  auto sizes = [](const std::vector<SliceContent>& slices) {
     std::vector<size_t> out;
-    for (const auto& s : slices) out.push_back(s.size());
+    for (const auto& s : slices) out.push_back(s.devices.size());
     return out;
   };
   SliceLimits limits;
@@ -114,9 +114,93 @@ TEST(CutIntoSlicesTest, Limits) {
   EXPECT_THAT(sizes(CutIntoSlices(devices(128, 1), limits)),
               ElementsAre(64, 64));
   EXPECT_THAT(sizes(CutIntoSlices(devices(3584, 0), limits)), SizeIs(28));
-  std::vector<std::vector<SliceDevice>> cut =
-      CutIntoSlices(devices(130, 0), limits);
-  EXPECT_EQ(cut[1][0].name, "d128");  // order kept
+  std::vector<SliceContent> cut = CutIntoSlices(devices(130, 0), limits);
+  EXPECT_EQ(cut[1].devices[0].name, "d128");  // order kept
+}
+
+// `gpus` partitionable GPUs of `per_gpu` devices each (the whole GPU
+// first, bringing its counter set), then `plain` devices without counters.
+std::vector<SliceDevice> Partitioned(int gpus, int per_gpu, int plain = 0) {
+  std::vector<SliceDevice> out;
+  for (int g = 0; g < gpus; ++g) {
+    const std::string set = absl::StrCat("gpu-", g, "-counter-set");
+    for (int i = 0; i < per_gpu; ++i) {
+      SliceDevice d;
+      d.name = absl::StrCat("gpu-", g, i == 0 ? "" : absl::StrCat("-p", i));
+      d.consumes_counters = {{set, {{"memory", 1}}}};
+      if (i == 0) d.shared_counters = CounterSet{set, {{"memory", 8}}};
+      out.push_back(d);
+    }
+  }
+  for (int i = 0; i < plain; ++i) {
+    SliceDevice d;
+    d.name = absl::StrCat("plain-", i);
+    out.push_back(d);
+  }
+  return out;
+}
+
+TEST(CutIntoSlicesTest, CountersFirstThenWholeGpus) {
+  auto shape = [](const std::vector<SliceContent>& slices) {
+    std::vector<std::pair<size_t, size_t>> out;  // (counter sets, devices)
+    for (const SliceContent& s : slices) {
+      out.emplace_back(s.counter_sets.size(), s.devices.size());
+    }
+    return out;
+  };
+  using P = std::pair<size_t, size_t>;
+  const SliceLimits limits;
+  struct Case {
+    const char* what;
+    std::vector<SliceDevice> devices;
+    std::vector<P> want;
+  } cases[] = {
+      // An H100 node with DynamicMIG: 8 GPUs of 26 devices (the whole GPU
+      // and 25 profile placements): the 8 counter sets in one slice, two
+      // GPUs per slice of at most 64 devices.
+      {"8 x 26",
+       Partitioned(8, 26),
+       {P{8, 0}, {0, 52}, {0, 52}, {0, 52}, {0, 52}}},
+      {"9 x 26",
+       Partitioned(9, 26),
+       {P{8, 0}, {1, 0}, {0, 52}, {0, 52}, {0, 52}, {0, 52}, {0, 26}}},
+      {"1 x 26", Partitioned(1, 26), {P{1, 0}, {0, 26}}},
+      // A GPU of more devices than a slice holds is split, filling each.
+      {"2 x 100",
+       Partitioned(2, 100),
+       {P{2, 0}, {0, 64}, {0, 36}, {0, 64}, {0, 36}}},
+      {"33 + 40", Partitioned(1, 33, 40), {P{1, 0}, {0, 64}, {0, 9}}},
+      // Devices without counters next to counters: the 64 limit holds.
+      {"1 x 26 + 100", Partitioned(1, 26, 100), {P{1, 0}, {0, 64}, {0, 62}}},
+      {"none", {}, {P{0, 0}}},
+  };
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::vector<SliceDevice> in = c.devices;
+    std::vector<SliceContent> cut = CutIntoSlices(std::move(c.devices), limits);
+    EXPECT_EQ(shape(cut), c.want);
+    // Every device once, in order, without its counter set; every set once.
+    std::vector<std::string> names, sets;
+    for (const SliceContent& s : cut) {
+      for (const SliceDevice& d : s.devices) {
+        names.push_back(d.name);
+        EXPECT_FALSE(d.shared_counters.has_value()) << d.name;
+      }
+      for (const CounterSet& set : s.counter_sets) sets.push_back(set.name);
+    }
+    std::vector<std::string> want_names, want_sets;
+    for (const SliceDevice& d : in) {
+      want_names.push_back(d.name);
+      if (d.shared_counters) want_sets.push_back(d.shared_counters->name);
+    }
+    EXPECT_EQ(names, want_names);
+    EXPECT_EQ(sets, want_sets);
+  }
+  // Fewer sets per slice.
+  SliceLimits three;
+  three.max_counter_sets = 3;
+  EXPECT_EQ(shape(CutIntoSlices(Partitioned(7, 2), three)),
+            (std::vector<P>{{3, 0}, {3, 0}, {1, 0}, {0, 14}}));
 }
 
 TEST(QuantityTest, CanonicalForms) {
@@ -330,6 +414,63 @@ TEST(SliceDevicesTest, CarryTheConsumableShape) {
   ASSERT_THAT(s, SizeIs(1));
   EXPECT_TRUE(s[0].allow_multiple_allocations);
   EXPECT_EQ(s[0].request_policies, inv[0].request_policies);
+}
+
+TEST(SliceJsonTest, CountersRoundTrip) {
+  SliceObject counters = Object();
+  counters.devices.clear();
+  counters.counter_sets = {
+      {"gpu-0-counter-set",
+       {{"memory", 80ull << 30}, {"memory-slice-0", 1}, {"copy-engines", 8}}},
+      {"gpu-1-counter-set", {{"memory", 80ull << 30}}}};
+  nlohmann::json j = SliceJson(counters, {"node-1", "u"}, {});
+  EXPECT_FALSE(j["spec"].contains("devices"));  // 1.35+: one or the other
+  EXPECT_EQ(j["spec"]["sharedCounters"][0], nlohmann::json::parse(R"({
+      "name": "gpu-0-counter-set", "counters": {
+        "copy-engines": {"value": "8"}, "memory": {"value": "80Gi"},
+        "memory-slice-0": {"value": "1"}}})"));
+  j["metadata"]["name"] = "c";
+  absl::StatusOr<PublishedSlice> back = ParseSlice(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->counter_sets, counters.counter_sets);
+  EXPECT_TRUE(back->devices.empty());
+
+  SliceObject devices = Object();
+  devices.devices[0].consumes_counters = {
+      {"gpu-0-counter-set", {{"memory", 10ull << 30}, {"memory-slice-3", 1}}}};
+  j = SliceJson(devices, {"node-1", "u"}, {});
+  EXPECT_FALSE(j["spec"].contains("sharedCounters"));
+  EXPECT_EQ(j["spec"]["devices"][0]["consumesCounters"],
+            nlohmann::json::parse(R"([{"counterSet": "gpu-0-counter-set",
+                "counters": {"memory": {"value": "10Gi"},
+                             "memory-slice-3": {"value": "1"}}}])"));
+  j["metadata"]["name"] = "d";
+  back = ParseSlice(j);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->devices, devices.devices);
+  EXPECT_TRUE(back->counter_sets.empty());
+
+  // What we would not write reads as different.
+  for (auto edit : std::vector<std::function<void(nlohmann::json&)>>{
+           [](nlohmann::json& d) { d["consumesCounters"] = "x"; },
+           [](nlohmann::json& d) {
+             d["consumesCounters"][0]["counters"]["memory"]["value"] = "1.5";
+           },
+           [](nlohmann::json& d) { d["consumesCounters"][0]["extra"] = 1; },
+           [](nlohmann::json& d) { d.erase("consumesCounters"); },
+       }) {
+    nlohmann::json k = j;
+    edit(k["spec"]["devices"][0]);
+    absl::StatusOr<PublishedSlice> differs = ParseSlice(k);
+    ASSERT_TRUE(differs.ok());
+    EXPECT_NE(differs->devices, devices.devices) << k.dump();
+  }
+  nlohmann::json k = SliceJson(counters, {"node-1", "u"}, {});
+  k["metadata"]["name"] = "c";
+  k["spec"]["sharedCounters"][1]["counters"]["memory"] = "80Gi";
+  back = ParseSlice(k);
+  ASSERT_TRUE(back.ok());
+  EXPECT_NE(back->counter_sets, counters.counter_sets);
 }
 
 }  // namespace
