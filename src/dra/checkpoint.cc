@@ -1,5 +1,6 @@
 #include "dra/checkpoint.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -96,6 +97,47 @@ Sharing ParseSharing(const json& j) {
   return s;
 }
 
+constexpr std::pair<ClaimState, const char*> kStates[] = {
+    {ClaimState::kPrepared, "Prepared"},
+    {ClaimState::kPreparing, "Preparing"},
+    {ClaimState::kUnpreparing, "Unpreparing"},
+};
+
+json MigJson(const MigRecord& m) {
+  const MigPlacement& p = m.placement;
+  json out = {{"gpuUUID", p.gpu_uuid},
+              {"gpuMinor", p.gpu_minor},
+              {"profile", p.profile},
+              {"profileID", p.profile_id},
+              {"ciProfileID", p.ci_profile_id},
+              {"start", p.start},
+              {"size", p.size}};
+  if (m.gi_id.has_value()) out["giID"] = *m.gi_id;
+  if (m.ci_id.has_value()) out["ciID"] = *m.ci_id;
+  if (!m.uuid.empty()) out["uuid"] = m.uuid;
+  return out;
+}
+
+MigRecord ParseMig(const json& j) {
+  MigRecord m;
+  MigPlacement& p = m.placement;
+  p.gpu_uuid = Get<std::string>(j, "gpuUUID");
+  p.gpu_minor = Get<unsigned>(j, "gpuMinor");
+  p.profile = Get<std::string>(j, "profile");
+  p.profile_id = Get<unsigned>(j, "profileID");
+  p.ci_profile_id = Get<unsigned>(j, "ciProfileID");
+  p.start = Get<unsigned>(j, "start");
+  p.size = Get<unsigned>(j, "size");
+  if (p.gpu_uuid.empty() || p.size == 0) {
+    throw json::other_error::create(
+        501, "a MIG placement needs a GPU UUID and a size", &j);
+  }
+  if (j.contains("giID")) m.gi_id = Get<unsigned>(j, "giID");
+  if (j.contains("ciID")) m.ci_id = Get<unsigned>(j, "ciID");
+  if (j.contains("uuid")) m.uuid = Get<std::string>(j, "uuid");
+  return m;
+}
+
 absl::Status DataLoss(const std::string& path, absl::string_view what) {
   return absl::DataLossError(absl::StrCat(path, ": ", what));
 }
@@ -113,23 +155,34 @@ std::string SerializeCheckpoint(const Checkpoint& c) {
                      {"device", d.device},
                      {"cdiDeviceIDs", d.cdi_ids}};
       if (!d.share_id.empty()) {
-        version = 2;
+        version = std::max(version, 2);
         device["shareID"] = d.share_id;
         device["memoryLimit"] = d.memory_limit;
         device["shares"] = d.shares;
       }
       if (d.admin_access) device["adminAccess"] = true;
+      if (d.mig.has_value()) {
+        version = 3;
+        device["mig"] = MigJson(*d.mig);
+      }
       devices.push_back(std::move(device));
     }
     json sharing = json::object();
     for (const auto& [device, s] : claim.sharing) {
       sharing[device] = SharingJson(s);
     }
-    claims.push_back({{"uid", uid},
-                      {"namespace", claim.ref.ns},
-                      {"name", claim.ref.name},
-                      {"devices", std::move(devices)},
-                      {"sharing", std::move(sharing)}});
+    json entry = {{"uid", uid},
+                  {"namespace", claim.ref.ns},
+                  {"name", claim.ref.name},
+                  {"devices", std::move(devices)},
+                  {"sharing", std::move(sharing)}};
+    if (claim.state != ClaimState::kPrepared) {
+      version = 3;
+      for (const auto& [state, name] : kStates) {
+        if (state == claim.state) entry["state"] = name;
+      }
+    }
+    claims.push_back(std::move(entry));
   }
   json body = {{"kind", kKind},
                {"version", version},
@@ -202,10 +255,25 @@ absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
         if (d.contains("adminAccess")) {
           device.admin_access = Get<bool>(d, "adminAccess");
         }
+        if (d.contains("mig")) device.mig = ParseMig(d.at("mig"));
         p.devices.push_back(std::move(device));
       }
       for (const auto& [device, s] : claim.at("sharing").items()) {
         p.sharing[device] = ParseSharing(s);
+      }
+      if (claim.contains("state")) {
+        const std::string state = Get<std::string>(claim, "state");
+        bool known = false;
+        for (const auto& [value, name] : kStates) {
+          if (state == name) {
+            p.state = value;
+            known = true;
+          }
+        }
+        if (!known) {
+          return DataLoss(path, absl::StrCat("claim ", uid, ": unknown state '",
+                                             state, "'"));
+        }
       }
       if (!c.claims.emplace(uid, std::move(p)).second) {
         return DataLoss(path, absl::StrCat("claim ", uid, " is listed twice"));

@@ -9,19 +9,24 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "dra/claim.h"
+#include "dra/dynamic_mig.h"
 
 namespace gdp::dra {
 
 // The newest format this build reads and writes. Version 2 adds the share
-// of a device (shareID, memoryLimit, shares); a checkpoint without shares is
-// written as version 1, so that an older plugin still reads it.
-inline constexpr int kCheckpointVersion = 2;
+// of a device (shareID, memoryLimit, shares); version 3 a claim's state
+// (being prepared or unprepared) and a device's dynamic MIG instance. A
+// checkpoint is written in the oldest version that holds it (without
+// shares: 1), so that an older plugin still reads it; one that could not
+// keep a MIG intent refuses version 3 rather than lose it.
+inline constexpr int kCheckpointVersion = 3;
 
 // The most a checkpoint file may hold. A device is in one claim at a time
 // and an entry takes well under 1 KiB, so a node's checkpoint is some KiB
@@ -45,8 +50,18 @@ struct PreparedDevice {
   uint64_t shares = 0;
   // Given with adminAccess (which may overlap any other claim's use).
   bool admin_access = false;
+  // A dynamic MIG device (a profile placement made at prepare): what it
+  // makes and, once made, its instances.
+  std::optional<MigRecord> mig = std::nullopt;
   bool operator==(const PreparedDevice&) const = default;
 };
+
+// Where a claim stands. Only a claim with dynamic MIG devices is ever
+// recorded before it is prepared: kPreparing is written before any of its
+// instances is made (so a restart knows what to destroy), kUnpreparing
+// before any is destroyed; the claim leaves the checkpoint after its
+// instances are destroyed.
+enum class ClaimState { kPrepared, kPreparing, kUnpreparing };
 
 struct PreparedClaim {
   ClaimRef ref;
@@ -54,6 +69,7 @@ struct PreparedClaim {
   // The sharing applied to each device, by device name (to write the CDI
   // spec again).
   std::map<std::string, Sharing> sharing;
+  ClaimState state = ClaimState::kPrepared;
   bool operator==(const PreparedClaim&) const = default;
 };
 
@@ -64,9 +80,13 @@ struct Checkpoint {
 };
 
 // The file's text: {"kind", "version", "bootID", "claims": [...],
-// "checksum"} with a checksum (FNV-1a, 64 bits) over the rest; version 2
-// when a device is a share (its "shareID", "memoryLimit", "shares"), else
-// version 1; "adminAccess" only when true (older readers ignore it).
+// "checksum"} with a checksum (FNV-1a, 64 bits) over the rest; version 3
+// when a claim is not prepared ("state": "Preparing" or "Unpreparing") or a
+// device is dynamic MIG ("mig": {"gpuUUID", "gpuMinor", "profile",
+// "profileID", "ciProfileID", "start", "size", and once made "giID",
+// "ciID", "uuid"}), else version 2 when a device is a share (its
+// "shareID", "memoryLimit", "shares"), else version 1; "adminAccess" only
+// when true (older readers ignore it).
 std::string SerializeCheckpoint(const Checkpoint& checkpoint);
 
 // Reads a checkpoint's text; `path` names it in messages.
@@ -74,7 +94,8 @@ std::string SerializeCheckpoint(const Checkpoint& checkpoint);
 // checkpoint of ours (not JSON, nested deeper than 100 levels, wrong kind,
 // checksum mismatch, a missing or mistyped field: named); FailedPrecondition
 // "<path>: written in format N by a newer gpu-device-plugin; this one reads up
-// to 2" for a newer version; a version 1 file reads with no shares.
+// to 3" for a newer version; a version 1 or 2 file reads with every claim
+// prepared and no MIG instances (version 1: no shares either).
 absl::StatusOr<Checkpoint> ParseCheckpoint(absl::string_view text,
                                            const std::string& path);
 

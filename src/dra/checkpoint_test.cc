@@ -117,7 +117,7 @@ TEST(CheckpointTest, CorruptOrNewerIsAnErrorNamingTheFile) {
       {absl::StrReplaceAll(good, {{"\"version\": 1", "\"version\": 7"}}),
        absl::StatusCode::kFailedPrecondition,
        "written in format 7 by a newer gpu-device-plugin; this one reads up "
-       "to 2"},
+       "to 3"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<Checkpoint> r = ParseCheckpoint(c.text, "cp.json");
@@ -210,6 +210,51 @@ TEST(CheckpointTest, ItsDirectoryIsPrivateWhateverTheUmask) {
   EXPECT_EQ(st.st_mode & 07777, 0700u);
   ASSERT_EQ(stat(dir.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
+}
+
+TEST(CheckpointTest, DynamicMigAndClaimStatesAreVersion3) {
+  Checkpoint c = Sample();
+  MigRecord made;
+  made.placement = {"GPU-0", 0, "1g.10gb", 19, 0, 3, 1};
+  made.gi_id = 9;
+  made.ci_id = 0;
+  made.uuid = "MIG-1";
+  PreparedDevice d{{"gpu"}, "node-1", "gpu-0-mig-1g10gb-19-3", {"z"}};
+  d.mig = made;
+  c.claims["u-4"] = {{"ns", "mig", "u-4"}, {d}, {}};
+  MigRecord intent;
+  intent.placement = {"GPU-0", 0, "3g.40gb", 9, 2, 4, 4};
+  PreparedDevice e{{"gpu"}, "node-1", "gpu-0-mig-3g40gb-9-4", {"w"}};
+  e.mig = intent;
+  c.claims["u-5"] = {{"ns", "cut", "u-5"}, {e}, {}, ClaimState::kPreparing};
+  c.claims["u-6"] = {{"ns", "going", "u-6"}, {d}, {}, ClaimState::kUnpreparing};
+  const std::string v3 = SerializeCheckpoint(c);
+  nlohmann::json j = nlohmann::json::parse(v3);
+  EXPECT_EQ(j["version"], 3);
+  absl::StatusOr<Checkpoint> back = ParseCheckpoint(v3, "cp.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, c);
+  // A state alone makes version 3 too; prepared claims carry none.
+  Checkpoint s = Sample();
+  s.claims["u-1"].state = ClaimState::kUnpreparing;
+  EXPECT_EQ(nlohmann::json::parse(SerializeCheckpoint(s))["version"], 3);
+  EXPECT_FALSE(j["claims"][0].contains("state"));
+  // Damage is named.
+  for (nlohmann::json& claim : j["claims"]) {
+    if (claim["uid"] == "u-5") claim["state"] = "Halfway";
+  }
+  absl::StatusOr<Checkpoint> bad =
+      ParseCheckpoint(RestampCheckpoint(j.dump()), "cp.json");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("claim u-5: unknown state 'Halfway'"));
+  j = nlohmann::json::parse(v3);
+  for (nlohmann::json& claim : j["claims"]) {
+    if (claim["uid"] == "u-4") claim["devices"][0]["mig"].erase("size");
+  }
+  bad = ParseCheckpoint(RestampCheckpoint(j.dump()), "cp.json");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("size"));
 }
 
 }  // namespace

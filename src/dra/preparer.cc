@@ -30,10 +30,25 @@ std::string ClaimError(const ClaimRef& ref, absl::string_view what) {
   return CutText(absl::StrCat(Label(ref), ": ", what), kMaxClaimErrorBytes);
 }
 
+// Whether `claim` has dynamic MIG devices.
+bool HasMig(const PreparedClaim& claim) {
+  for (const PreparedDevice& d : claim.devices) {
+    if (d.mig.has_value()) return true;
+  }
+  return false;
+}
+
+// "GPU instance 5, compute instance 0, MIG-..." of a made record.
+std::string Made(const MigRecord& r) {
+  return absl::StrCat("GPU instance ", r.gi_id.value_or(0),
+                      ", compute instance ", r.ci_id.value_or(0),
+                      r.uuid.empty() ? "" : ", ", r.uuid);
+}
+
 }  // namespace
 
-Preparer::Preparer(PreparerOptions options, ClaimReader& reader)
-    : options_(std::move(options)), reader_(reader) {
+Preparer::Preparer(PreparerOptions options, ClaimReader& reader, MigMaker* mig)
+    : options_(std::move(options)), reader_(reader), mig_(mig) {
   checkpoint_.boot_id = options_.boot_id;
 }
 
@@ -46,7 +61,15 @@ void Preparer::SetSources(const DeviceSet* devices,
 
 size_t Preparer::prepared() const {
   absl::MutexLock lock(&mu_);
-  return checkpoint_.claims.size();
+  size_t n = 0;
+  for (const auto& [uid, c] : checkpoint_.claims) {
+    if (c.state == ClaimState::kPrepared) ++n;
+  }
+  return n;
+}
+
+void Preparer::Step(MigStep step) const {
+  if (options_.on_mig_step) options_.on_mig_step(step);
 }
 
 absl::Status Preparer::Start() {
@@ -69,28 +92,249 @@ absl::Status Preparer::Start() {
   const bool rebooted = read->boot_id != options_.boot_id;
   checkpoint_.claims = std::move(read->claims);
   checkpoint_.boot_id = options_.boot_id;
+  const bool reconciled = ReconcileMigLocked();
   std::vector<std::string> dropped;
+  size_t prepared = 0;
   for (auto it = checkpoint_.claims.begin(); it != checkpoint_.claims.end();) {
+    if (it->second.state != ClaimState::kPrepared) {
+      ++it;  // kept by ReconcileMigLocked to destroy later: no spec
+      continue;
+    }
     if (absl::Status s = WriteSpec(it->second); !s.ok()) {
       LOG_ERROR(
           "{}: dropping it from the checkpoint: its CDI spec cannot be "
           "written again: {}",
           Label(it->second.ref), s.message());
+      // Its MIG instances go with it (the kubelet prepares it again).
+      for (const PreparedDevice& d : it->second.devices) {
+        if (!d.mig.has_value() || mig_ == nullptr) continue;
+        if (absl::Status e = DestroyMig(*mig_, *d.mig, nullptr); !e.ok()) {
+          LOG_ERROR("{}: cannot destroy its MIG instance {}: {}",
+                    Label(it->second.ref), Describe(d.mig->placement),
+                    e.message());
+        }
+      }
       dropped.push_back(it->first);
       it = checkpoint_.claims.erase(it);
     } else {
+      ++prepared;
       ++it;
     }
   }
   if (!checkpoint_.claims.empty() || !dropped.empty()) {
-    LOG_INFO("{} prepared claim(s) from the checkpoint{}",
-             checkpoint_.claims.size(),
+    LOG_INFO("{} prepared claim(s) from the checkpoint{}", prepared,
              rebooted ? "; the node rebooted since: their CDI specs were "
                         "written again"
                       : "");
   }
-  if (rebooted || !dropped.empty()) return SaveLocked();
+  if (rebooted || reconciled || !dropped.empty()) return SaveLocked();
   return absl::OkStatus();
+}
+
+bool Preparer::ReconcileMigLocked() {
+  std::set<std::string> gpus;  // the GPUs to look at
+  if (base_ != nullptr) {
+    for (const auto& [name, p] : base_->dynamic_mig) gpus.insert(p.gpu_uuid);
+  }
+  bool any = false;
+  for (const auto& [uid, c] : checkpoint_.claims) {
+    for (const PreparedDevice& d : c.devices) {
+      if (!d.mig.has_value()) continue;
+      any = true;
+      gpus.insert(d.mig->placement.gpu_uuid);
+    }
+  }
+  if (mig_ == nullptr) {
+    if (any) {
+      LOG_ERROR(
+          "The checkpoint records dynamic MIG devices, and this plugin makes "
+          "no MIG instances (no NVML): their instances are neither checked "
+          "nor destroyed");
+    }
+    return false;
+  }
+  bool changed = false;
+  std::vector<std::string> drop;
+  for (auto& [uid, c] : checkpoint_.claims) {
+    if (!HasMig(c)) continue;
+    if (c.state != ClaimState::kPrepared) {
+      // Cut short by a crash: the kubelet never had its answer (or asks
+      // again), so no container uses them.
+      const char* what = c.state == ClaimState::kPreparing
+                             ? "its prepare was cut short"
+                             : "its unprepare was cut short";
+      bool ok = true;
+      for (const PreparedDevice& d : c.devices) {
+        if (!d.mig.has_value()) continue;
+        bool found = false;
+        absl::StatusOr<std::vector<MigGpuInstance>> list =
+            mig_->List(d.mig->placement.gpu_uuid);
+        if (list.ok()) {
+          for (const MigGpuInstance& gi : *list) {
+            found |= gi.profile_id == d.mig->placement.profile_id &&
+                     gi.start == d.mig->placement.start;
+          }
+        }
+        if (absl::Status s = DestroyMig(*mig_, *d.mig, nullptr); !s.ok()) {
+          LOG_ERROR(
+              "MIG instance {} of {}: {}; cannot destroy it: {}. The claim "
+              "stays recorded; destroying it is tried again at the next "
+              "start, prepare or unprepare of the claim",
+              Describe(d.mig->placement), Label(c.ref), what, s.message());
+          ok = false;
+        } else if (found) {
+          LOG_INFO("MIG instance {} of {}: removed ({})",
+                   Describe(d.mig->placement), Label(c.ref), what);
+        }
+      }
+      if (ok) {
+        drop.push_back(uid);
+        (void)cdi::RemoveSpec(options_.cdi_dir,
+                              ClaimSpecFileName(options_.driver_name, uid));
+      }
+      continue;
+    }
+    for (PreparedDevice& d : c.devices) {
+      if (!d.mig.has_value()) continue;
+      MigRecord& r = *d.mig;
+      absl::StatusOr<std::vector<MigGpuInstance>> list =
+          mig_->List(r.placement.gpu_uuid);
+      const MigGpuInstance* gi = nullptr;
+      if (list.ok()) {
+        for (const MigGpuInstance& g : *list) {
+          if (g.profile_id == r.placement.profile_id &&
+              g.start == r.placement.start) {
+            gi = &g;
+          }
+        }
+      } else if (!absl::IsUnimplemented(list.status())) {
+        LOG_ERROR(
+            "MIG instance {} of {}: cannot list the GPU's instances: {}; "
+            "kept as recorded",
+            Describe(r.placement), Label(c.ref), list.status().message());
+        continue;
+      }
+      absl::Status s = absl::OkStatus();
+      const MigRecord before = r;
+      if (gi != nullptr && !gi->ci_ids.empty()) {
+        const unsigned ci =
+            r.ci_id.has_value() &&
+                    std::find(gi->ci_ids.begin(), gi->ci_ids.end(), *r.ci_id) !=
+                        gi->ci_ids.end()
+                ? *r.ci_id
+                : gi->ci_ids.front();
+        absl::StatusOr<std::string> uuid =
+            mig_->MigUuid(r.placement.gpu_uuid, gi->gi_id, ci);
+        if (uuid.ok()) {
+          r.gi_id = gi->gi_id;
+          r.ci_id = ci;
+          r.uuid = *uuid;
+          LOG_INFO("MIG instance {} of {}: adopted ({}{})",
+                   Describe(r.placement), Label(c.ref), Made(r),
+                   r == before ? "" : "; its IDs changed since recorded");
+        } else {
+          s = uuid.status();
+        }
+      } else if (gi != nullptr) {
+        absl::StatusOr<unsigned> ci =
+            mig_->CreateComputeInstance(r.placement, gi->gi_id);
+        absl::StatusOr<std::string> uuid =
+            ci.ok() ? mig_->MigUuid(r.placement.gpu_uuid, gi->gi_id, *ci)
+                    : absl::StatusOr<std::string>(ci.status());
+        if (uuid.ok()) {
+          r.gi_id = gi->gi_id;
+          r.ci_id = *ci;
+          r.uuid = *uuid;
+          LOG_INFO(
+              "MIG instance {} of {}: adopted, its compute instance made "
+              "again ({})",
+              Describe(r.placement), Label(c.ref), Made(r));
+        } else {
+          s = uuid.status();
+        }
+      } else {
+        s = MakeMig(*mig_, r, nullptr);
+        if (s.ok()) {
+          LOG_INFO(
+              "MIG instance {} of {}: made again, it was gone (a reboot or a "
+              "MIG reset) ({})",
+              Describe(r.placement), Label(c.ref), Made(r));
+        }
+      }
+      if (!s.ok()) {
+        LOG_ERROR(
+            "MIG instance {} of {}: cannot adopt or make it again: {}; "
+            "dropping the claim (the kubelet prepares it again)",
+            Describe(r.placement), Label(c.ref), s.message());
+        drop.push_back(uid);
+        break;
+      }
+      changed |= r != before;
+    }
+  }
+  for (const std::string& uid : drop) {
+    auto it = checkpoint_.claims.find(uid);
+    if (it->second.state == ClaimState::kPrepared) {
+      // Its instances that are there are its own: destroy them with it.
+      for (const PreparedDevice& d : it->second.devices) {
+        if (d.mig.has_value()) (void)DestroyMig(*mig_, *d.mig, nullptr);
+      }
+      (void)cdi::RemoveSpec(options_.cdi_dir,
+                            ClaimSpecFileName(options_.driver_name, uid));
+    }
+    checkpoint_.claims.erase(it);
+    changed = true;
+  }
+  // What no claim recorded: not ours, left alone.
+  for (const std::string& gpu : gpus) {
+    absl::StatusOr<std::vector<MigGpuInstance>> list = mig_->List(gpu);
+    if (!list.ok()) continue;
+    for (const MigGpuInstance& gi : *list) {
+      bool recorded = false;
+      for (const auto& [uid, c] : checkpoint_.claims) {
+        for (const PreparedDevice& d : c.devices) {
+          recorded |= d.mig.has_value() && d.mig->placement.gpu_uuid == gpu &&
+                      d.mig->placement.profile_id == gi.profile_id &&
+                      d.mig->placement.start == gi.start;
+        }
+      }
+      if (!recorded) {
+        LOG_WARN(
+            "MIG instance on GPU {}: GPU instance {} (profile ID {}, memory "
+            "slices {}-{}) is in no prepared claim of this driver: not made by "
+            "it, left alone (a dynamic MIG device overlapping it fails its "
+            "claim)",
+            gpu, gi.gi_id, gi.profile_id, gi.start, gi.start + gi.size - 1);
+      }
+    }
+  }
+  return changed;
+}
+
+absl::StatusOr<std::vector<std::string>> Preparer::MigNodesLocked(
+    const MigRecord& r) {
+  if (!r.gi_id.has_value() || !r.ci_id.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(Describe(r.placement), " is not made yet"));
+  }
+  const unsigned minor = r.placement.gpu_minor;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!caps_.has_value() || attempt == 1) {
+      absl::StatusOr<MigCaps> read = MigCaps::Read(options_.proc_root);
+      if (!read.ok()) return read.status();
+      caps_ = *std::move(read);
+    }
+    absl::StatusOr<unsigned> gi = caps_->GpuInstanceMinor(minor, *r.gi_id);
+    absl::StatusOr<unsigned> ci =
+        caps_->ComputeInstanceMinor(minor, *r.gi_id, *r.ci_id);
+    if (gi.ok() && ci.ok()) {
+      return std::vector<std::string>{absl::StrCat("/dev/nvidia", minor),
+                                      MigCaps::DevicePath(*gi),
+                                      MigCaps::DevicePath(*ci)};
+    }
+    if (attempt == 1) return gi.ok() ? ci.status() : gi.status();
+  }
+  return absl::InternalError("unreachable");
 }
 
 std::string Preparer::WholeAndShared(const PreparedClaim& claim) const {
@@ -149,6 +393,22 @@ absl::Status Preparer::WriteSpec(const PreparedClaim& claim) {
       return absl::NotFoundError(
           absl::StrCat("device ", p.device, " is no longer on this node"));
     }
+    Device made;
+    if (p.mig.has_value()) {
+      absl::StatusOr<std::vector<std::string>> nodes = MigNodesLocked(*p.mig);
+      if (!nodes.ok()) {
+        return absl::Status(
+            nodes.status().code(),
+            absl::StrCat("the capability nodes of MIG device ", p.device, " (",
+                         Made(*p.mig), "): ", nodes.status().message()));
+      }
+      made = *d;
+      made.device_nodes = *std::move(nodes);
+      made.visible_id = p.mig->uuid;
+      made.mig_gi = static_cast<int>(*p.mig->gi_id);
+      made.mig_ci = static_cast<int>(*p.mig->ci_id);
+      d = &made;
+    }
     auto sharing = claim.sharing.find(p.device);
     devices.push_back(
         {p.device, *d,
@@ -172,10 +432,27 @@ absl::Status Preparer::WriteSpec(const PreparedClaim& claim) {
 
 PrepareResult Preparer::Prepare(const ClaimRef& ref, absl::Time deadline,
                                 CallBudget& caller) {
+  std::optional<PreparedClaim> undo;  // left being prepared: undo it first
   {
     absl::MutexLock lock(&mu_);
     if (auto it = checkpoint_.claims.find(ref.uid);
-        it != checkpoint_.claims.end()) {
+        it != checkpoint_.claims.end() &&
+        it->second.state != ClaimState::kPrepared) {
+      PrepareResult result;
+      if (it->second.state == ClaimState::kUnpreparing) {
+        result.error = ClaimError(
+            ref,
+            "it is being unprepared (its MIG instances could not all be "
+            "destroyed yet); the kubelet's unprepare goes on with it");
+        return result;
+      }
+      if (reading_.contains(ref.uid)) {
+        result.error = ClaimError(
+            ref, "another call is preparing it; the kubelet asks again");
+        return result;
+      }
+      undo = it->second;
+    } else if (it != checkpoint_.claims.end()) {
       // Idempotent; a spec that went missing is written again.
       PrepareResult result;
       std::error_code ec;
@@ -196,7 +473,103 @@ PrepareResult Preparer::Prepare(const ClaimRef& ref, absl::Time deadline,
       return result;
     }
   }
+  if (undo.has_value()) {
+    // An earlier prepare whose instances could not be destroyed.
+    if (absl::Status s = DestroyAndForget(ref.uid, *undo); !s.ok()) {
+      PrepareResult result;
+      result.error = ClaimError(
+          ref, absl::StrCat("an earlier attempt to prepare it cannot be "
+                            "undone: ",
+                            s.message()));
+      return result;
+    }
+  }
   return PrepareNew(ref, deadline, caller);
+}
+
+absl::Status Preparer::DestroyAndForget(const std::string& uid,
+                                        const PreparedClaim& claim) {
+  for (const PreparedDevice& d : claim.devices) {
+    if (!d.mig.has_value()) continue;
+    std::function<void(MigStep)> step = [this](MigStep s) { Step(s); };
+    if (absl::Status s = DestroyMig(*mig_, *d.mig, step); !s.ok()) return s;
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = checkpoint_.claims.find(uid);
+  if (it == checkpoint_.claims.end()) return absl::OkStatus();
+  PreparedClaim kept = std::move(it->second);
+  checkpoint_.claims.erase(it);
+  if (absl::Status s = SaveLocked(); !s.ok()) {
+    checkpoint_.claims[uid] = std::move(kept);
+    return absl::Status(
+        s.code(), absl::StrCat("its MIG instances were destroyed, but the "
+                               "checkpoint cannot be updated: ",
+                               s.message()));
+  }
+  return absl::OkStatus();
+}
+
+std::string Preparer::MakeAndRecord(PreparedClaim& claim) {
+  const std::string uid = claim.ref.uid;
+  std::function<void(MigStep)> step = [this](MigStep s) { Step(s); };
+  // Undoes what was made and forgets the claim; `why` is the error.
+  auto undo = [&](std::string why) {
+    for (const PreparedDevice& d : claim.devices) {
+      if (!d.mig.has_value() || !d.mig->gi_id.has_value()) continue;
+      if (absl::Status s = DestroyMig(*mig_, *d.mig, nullptr); !s.ok()) {
+        LOG_ERROR(
+            "{}: cannot destroy MIG instance {} it made: {}; the claim stays "
+            "recorded as being prepared, and destroying it is tried again",
+            Label(claim.ref), Describe(d.mig->placement), s.message());
+        return why;
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    checkpoint_.claims.erase(uid);
+    if (absl::Status s = SaveLocked(); !s.ok()) {
+      LOG_ERROR(
+          "{}: its MIG instances were destroyed, but the checkpoint "
+          "cannot be updated: {}",
+          Label(claim.ref), s.message());
+    }
+    return why;
+  };
+  for (PreparedDevice& d : claim.devices) {
+    if (!d.mig.has_value() || d.mig->gi_id.has_value()) continue;
+    if (absl::Status s = MakeMig(*mig_, *d.mig, step); !s.ok()) {
+      return undo(
+          absl::StrCat("making MIG device ", d.device, ": ", s.message()));
+    }
+    // The same device named by several requests is made once.
+    for (PreparedDevice& o : claim.devices) {
+      if (o.device == d.device && o.mig.has_value()) o.mig = d.mig;
+    }
+  }
+  std::string error;
+  {
+    absl::MutexLock lock(&mu_);
+    if (reading_[uid].unprepared) {
+      error =
+          "it was unprepared while it was being prepared; not prepared (the "
+          "kubelet asks again if a pod still needs it)";
+    } else if (absl::Status s = WriteSpec(claim); !s.ok()) {
+      error = absl::StrCat("writing its CDI spec: ", s.message());
+    } else {
+      Step(MigStep::kSpecWritten);
+      claim.state = ClaimState::kPrepared;
+      PreparedClaim before = checkpoint_.claims[uid];
+      checkpoint_.claims[uid] = claim;
+      if (absl::Status s = SaveLocked(); !s.ok()) {
+        checkpoint_.claims[uid] = std::move(before);
+        (void)cdi::RemoveSpec(options_.cdi_dir,
+                              ClaimSpecFileName(options_.driver_name, uid));
+        error = absl::StrCat("recording it in the checkpoint: ", s.message());
+      }
+    }
+  }
+  if (!error.empty()) return undo(std::move(error));
+  Step(MigStep::kPreparedRecorded);
+  return "";
 }
 
 std::map<std::string, PrepareResult> Preparer::Prepare(
@@ -258,10 +631,14 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
                                        absl::StrJoin(drivers, ", "), ")")));
   }
   std::shared_ptr<const DeviceList> list;
+  std::shared_ptr<const ClaimSpecBase> base;
   {
     absl::MutexLock lock(&mu_);
-    if (devices_ == nullptr) return fail("the DRA devices are not ready yet");
+    if (devices_ == nullptr || base_ == nullptr) {
+      return fail("the DRA devices are not ready yet");
+    }
     list = devices_->Get();
+    base = base_;
   }
   PreparedClaim prepared;
   prepared.ref = ref;
@@ -281,7 +658,25 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
       return fail(absl::StrCat("device ", r->device,
                                " is unhealthy: ", d->unhealthy_reason));
     }
-    absl::StatusOr<Sharing> sharing = SharingFor(claim->configs, *r, *d);
+    auto dynamic = base->dynamic_mig.find(r->device);
+    const bool is_dynamic = dynamic != base->dynamic_mig.end();
+    if (is_dynamic && mig_ == nullptr) {
+      return fail(absl::StrCat("device ", r->device,
+                               " is a dynamic MIG device, and this plugin "
+                               "makes no MIG instances (no NVML)"));
+    }
+    if (is_dynamic && (!r->share_id.empty() || r->admin_access)) {
+      return fail(absl::StrCat(
+          "device ", r->device,
+          " is a dynamic MIG device, made for one claim: ",
+          r->admin_access ? "adminAccess to it" : "a share of it",
+          " cannot be given (it exists only while its claim is prepared)"));
+    }
+    // A dynamic MIG device takes MigDeviceConfig, as the MIG device it
+    // becomes.
+    Device as_mig = *d;
+    if (is_dynamic) as_mig.mig_gi = 0;
+    absl::StatusOr<Sharing> sharing = SharingFor(claim->configs, *r, as_mig);
     if (!sharing.ok()) return fail(sharing.status().message());
     if (auto [it, added] = prepared.sharing.emplace(r->device, *sharing);
         !added && it->second != *sharing) {
@@ -295,6 +690,10 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
         r->device,
         {ClaimCdiId(options_.driver_name, ref.uid, r->device, r->share_id)}};
     p.admin_access = r->admin_access;
+    if (is_dynamic) {
+      p.mig.emplace();
+      p.mig->placement = dynamic->second;
+    }
     if (!r->share_id.empty()) {
       p.share_id = r->share_id;
       if (auto m = r->consumed_capacity.find("memory");
@@ -308,38 +707,80 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
     }
     prepared.devices.push_back(std::move(p));
   }
-  absl::MutexLock lock(&mu_);
-  if (std::string conflict = WholeAndShared(prepared); !conflict.empty()) {
-    return fail(conflict);
-  }
-  if (auto it = checkpoint_.claims.find(ref.uid);
-      it != checkpoint_.claims.end()) {
-    result.devices = it->second.devices;  // prepared meanwhile
-    return result;
-  }
-  if (reading_[ref.uid].unprepared) {
-    result.error = ClaimError(
-        ref,
-        "it was unprepared while it was being read; not prepared (the "
-        "kubelet asks again if a pod still needs it)");
-    LOG_WARN("Cannot prepare {}", result.error);
-    return result;
-  }
-  if (absl::Status s = WriteSpec(prepared); !s.ok()) {
-    return fail(absl::StrCat("writing its CDI spec: ", s.message()));
-  }
-  checkpoint_.claims[ref.uid] = prepared;
-  if (absl::Status s = SaveLocked(); !s.ok()) {
-    checkpoint_.claims.erase(ref.uid);
-    (void)cdi::RemoveSpec(options_.cdi_dir,
-                          ClaimSpecFileName(options_.driver_name, ref.uid));
-    return fail(absl::StrCat("recording it in the checkpoint: ", s.message()));
+  {  // mu_
+    absl::MutexLock lock(&mu_);
+    if (std::string conflict = WholeAndShared(prepared); !conflict.empty()) {
+      return fail(conflict);
+    }
+    if (auto it = checkpoint_.claims.find(ref.uid);
+        it != checkpoint_.claims.end()) {
+      if (it->second.state != ClaimState::kPrepared) {
+        return fail(
+            "another call is preparing or unpreparing it; the "
+            "kubelet asks again");
+      }
+      result.devices = it->second.devices;  // prepared meanwhile
+      return result;
+    }
+    if (reading_[ref.uid].unprepared) {
+      result.error = ClaimError(
+          ref,
+          "it was unprepared while it was being read; not prepared (the "
+          "kubelet asks again if a pod still needs it)");
+      LOG_WARN("Cannot prepare {}", result.error);
+      return result;
+    }
+    if (HasMig(prepared)) {
+      for (const auto& [uid, c] : checkpoint_.claims) {
+        for (const PreparedDevice& o : c.devices) {
+          for (const PreparedDevice& d : prepared.devices) {
+            if (o.mig.has_value() && d.mig.has_value() &&
+                Overlaps(o.mig->placement, d.mig->placement)) {
+              return fail(absl::StrCat(
+                  "its MIG device ", d.device, " (", Describe(d.mig->placement),
+                  ") overlaps MIG device ", o.device, " of ", Label(c.ref),
+                  " (was the GPU's layout published differently meanwhile?)"));
+            }
+          }
+        }
+      }
+      // The intent, recorded before anything is made: a crash from here on
+      // is undone at the next start.
+      prepared.state = ClaimState::kPreparing;
+      checkpoint_.claims[ref.uid] = prepared;
+      if (absl::Status s = SaveLocked(); !s.ok()) {
+        checkpoint_.claims.erase(ref.uid);
+        return fail(
+            absl::StrCat("recording it in the checkpoint: ", s.message()));
+      }
+    }
+  }  // mu_
+  if (HasMig(prepared)) {
+    Step(MigStep::kIntentRecorded);
+    if (std::string error = MakeAndRecord(prepared); !error.empty()) {
+      return fail(error);
+    }
+  } else {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = WriteSpec(prepared); !s.ok()) {
+      return fail(absl::StrCat("writing its CDI spec: ", s.message()));
+    }
+    checkpoint_.claims[ref.uid] = prepared;
+    if (absl::Status s = SaveLocked(); !s.ok()) {
+      checkpoint_.claims.erase(ref.uid);
+      (void)cdi::RemoveSpec(options_.cdi_dir,
+                            ClaimSpecFileName(options_.driver_name, ref.uid));
+      return fail(
+          absl::StrCat("recording it in the checkpoint: ", s.message()));
+    }
   }
   LOG_INFO("Prepared {}: {}", Label(ref), [&] {
     std::vector<std::string> names;
     for (const PreparedDevice& d : prepared.devices) {
-      names.push_back(absl::StrCat(d.device, " (request ",
-                                   absl::StrJoin(d.requests, ","), ")"));
+      names.push_back(absl::StrCat(
+          d.device, " (request ", absl::StrJoin(d.requests, ","),
+          d.mig.has_value() ? absl::StrCat("; made: ", Made(*d.mig)) : "",
+          ")"));
     }
     return absl::StrJoin(names, ", ");
   }());
@@ -350,34 +791,69 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
 std::map<std::string, std::string> Preparer::Unprepare(
     const std::vector<ClaimRef>& claims) {
   std::map<std::string, std::string> out;
-  absl::MutexLock lock(&mu_);
   for (const ClaimRef& ref : claims) {
     if (out.contains(ref.uid)) continue;
     out[ref.uid] = "";
-    if (auto it = reading_.find(ref.uid); it != reading_.end()) {
-      it->second.unprepared = true;  // its Prepare writes nothing
+    std::optional<PreparedClaim> destroy;  // its MIG instances, unlocked
+    {
+      absl::MutexLock lock(&mu_);
+      const auto reading = reading_.find(ref.uid);
+      if (reading != reading_.end()) {
+        reading->second.unprepared = true;  // its Prepare writes nothing
+      }
+      if (absl::Status s =
+              cdi::RemoveSpec(options_.cdi_dir,
+                              ClaimSpecFileName(options_.driver_name, ref.uid));
+          !s.ok()) {
+        out[ref.uid] = ClaimError(
+            ref, absl::StrCat("removing its CDI spec: ", s.message()));
+        continue;
+      }
+      auto it = checkpoint_.claims.find(ref.uid);
+      if (it == checkpoint_.claims.end()) {
+        VLOG(1, "Unprepare {}: not prepared here; nothing to do", Label(ref));
+        continue;
+      }
+      if (HasMig(it->second)) {
+        if (it->second.state == ClaimState::kPreparing &&
+            reading != reading_.end()) {
+          continue;  // its Prepare, in flight, undoes what it made
+        }
+        if (it->second.state != ClaimState::kUnpreparing) {
+          // Recorded before anything is destroyed: a crash from here on
+          // finishes the destruction at the next start.
+          const ClaimState was = it->second.state;
+          it->second.state = ClaimState::kUnpreparing;
+          if (absl::Status s = SaveLocked(); !s.ok()) {
+            it->second.state = was;
+            out[ref.uid] = ClaimError(
+                ref, absl::StrCat("updating the checkpoint: ", s.message()));
+            continue;
+          }
+        }
+        destroy = it->second;
+      } else {
+        PreparedClaim kept = std::move(it->second);
+        checkpoint_.claims.erase(it);
+        if (absl::Status s = SaveLocked(); !s.ok()) {
+          checkpoint_.claims[ref.uid] = std::move(kept);
+          out[ref.uid] = ClaimError(
+              ref, absl::StrCat("updating the checkpoint: ", s.message()));
+          continue;
+        }
+        LOG_INFO("Unprepared {}", Label(ref));
+        continue;
+      }
     }
-    if (absl::Status s = cdi::RemoveSpec(
-            options_.cdi_dir, ClaimSpecFileName(options_.driver_name, ref.uid));
-        !s.ok()) {
-      out[ref.uid] =
-          ClaimError(ref, absl::StrCat("removing its CDI spec: ", s.message()));
-      continue;
-    }
-    auto it = checkpoint_.claims.find(ref.uid);
-    if (it == checkpoint_.claims.end()) {
-      VLOG(1, "Unprepare {}: not prepared here; nothing to do", Label(ref));
-      continue;
-    }
-    PreparedClaim kept = std::move(it->second);
-    checkpoint_.claims.erase(it);
-    if (absl::Status s = SaveLocked(); !s.ok()) {
-      checkpoint_.claims[ref.uid] = std::move(kept);
+    Step(MigStep::kUnprepareRecorded);
+    if (absl::Status s = DestroyAndForget(ref.uid, *destroy); !s.ok()) {
       out[ref.uid] = ClaimError(
-          ref, absl::StrCat("updating the checkpoint: ", s.message()));
+          ref, absl::StrCat("destroying its MIG instances: ", s.message(),
+                            " (the kubelet's next unprepare goes on)"));
+      LOG_WARN("Cannot unprepare {}", out[ref.uid]);
       continue;
     }
-    LOG_INFO("Unprepared {}", Label(ref));
+    LOG_INFO("Unprepared {}: its MIG instances destroyed", Label(ref));
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #ifndef GDP_DRA_PREPARER_H_
 #define GDP_DRA_PREPARER_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,8 +21,10 @@
 #include "cdi/memory_limit.h"
 #include "cdi/spec.h"
 #include "device/device_set.h"
+#include "device/mig_caps.h"
 #include "dra/checkpoint.h"
 #include "dra/claim.h"
+#include "dra/dynamic_mig.h"
 #include "util/call_budget.h"
 
 namespace gdp::dra {
@@ -51,6 +54,9 @@ struct ClaimSpecBase {
   // capacity each GPU publishes (--consumable-shares=<N>; 0: none).
   std::optional<cdi::MemoryLimitHook> memory_limit_hook;
   uint64_t share_count = 0;
+  // The dynamic MIG devices (profile placements, made at prepare), by
+  // device name; empty without NVIDIA's DynamicMIG gate.
+  std::map<std::string, MigPlacement> dynamic_mig;
 };
 
 struct PreparerOptions {
@@ -59,6 +65,13 @@ struct PreparerOptions {
   std::string cdi_dir;
   std::string checkpoint_path;
   std::string boot_id;  // this boot's; recorded with the checkpoint
+  // Where /proc is: a made MIG device's capability minors are read from
+  // <proc_root>/driver/nvidia-caps/mig-minors.
+  std::string proc_root = "/proc";
+  // Tests only: runs at each step of making or destroying a claim's MIG
+  // instances (dynamic_mig.h), on the thread doing it, e.g. to kill the
+  // process there. Empty in the daemon.
+  std::function<void(MigStep)> on_mig_step = nullptr;
 };
 
 // The most a claim's error may take: a call may carry many claims, and the
@@ -79,8 +92,11 @@ class Preparer {
  public:
   // `reader` must outlive the preparer; `devices` (our DRA devices, by
   // name = Device::id, with health) too, and it may be replaced through
-  // SetSources.
-  Preparer(PreparerOptions options, ClaimReader& reader);
+  // SetSources. `mig` (may be null: a dynamic MIG device then fails its
+  // claim) makes and destroys dynamic MIG devices' instances and must
+  // outlive the preparer.
+  Preparer(PreparerOptions options, ClaimReader& reader,
+           MigMaker* mig = nullptr);
 
   // What devices and spec base claims are prepared with from now on (at
   // start, and after a reload).
@@ -93,6 +109,14 @@ class Preparer {
   // claim whose devices are no longer there is dropped, logged. A
   // checkpoint that cannot be read is moved aside to "<path>.bad-<unix
   // time>" and the preparer starts empty. REQUIRES: SetSources was called.
+  // Dynamic MIG: first reconciles the MIG instances NVML reports with the
+  // checkpoint, logging one line for each instance: a prepared claim's
+  // instance is adopted (made again when it is gone, as after a reboot:
+  // its claim is dropped, logged, when that fails); the instances of a
+  // claim whose prepare or unprepare was cut short (a crash) are destroyed
+  // and the claim dropped (the kubelet asks again; kept, to retry, when a
+  // destroy fails); an instance no claim recorded is left alone and
+  // named (not made by this driver).
   // Result: OK, or the checkpoint's error (already logged, nothing lost:
   // the file was kept aside), so callers can report it.
   absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
@@ -114,6 +138,16 @@ class Preparer {
   // for a claim unprepared while it was read. A claim that fails gets its
   // own error, naming the claim and what was wrong. Calls for different
   // claims may run at once.
+  // A dynamic MIG device (base.dynamic_mig) is made: the claim is recorded
+  // as being prepared with its placements (refused when another claim's
+  // overlaps one), then each GPU instance and its compute instance are
+  // made through the MigMaker (a placement occupied by an instance this
+  // claim did not make fails the claim; nothing is destroyed but what it
+  // made), the MIG device's capability nodes read from mig-minors, the
+  // spec written and the claim recorded prepared. On any failure the
+  // instances it made are destroyed and the record removed. A claim left
+  // recorded as being prepared (its instances could not be destroyed) is
+  // undone first when it comes again.
   PrepareResult Prepare(const ClaimRef& ref, absl::Time deadline,
                         CallBudget& caller) ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -126,16 +160,39 @@ class Preparer {
   // success (its spec file is removed if one is there), and one being
   // read for a Prepare meanwhile is not prepared by it. The value is the
   // claim's error ("" on success), by UID. Never waits for a claim read.
+  // A claim with dynamic MIG devices is recorded as being unprepared, its
+  // instances destroyed, then its record removed; a destroy that fails
+  // (FailedPrecondition while processes still run on it) is the claim's
+  // error, and the kubelet's next call goes on from there.
   std::map<std::string, std::string> Unprepare(
       const std::vector<ClaimRef>& claims) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // How many claims are prepared now.
+  // How many claims are prepared now (not counting claims being prepared
+  // or unprepared).
   size_t prepared() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   // Prepares one claim not in the checkpoint.
   PrepareResult PrepareNew(const ClaimRef& ref, absl::Time deadline,
                            CallBudget& caller) ABSL_LOCKS_EXCLUDED(mu_);
+  // Makes the MIG instances of `claim` (recorded as being prepared) and
+  // records it prepared; on failure undoes what it made. Result: the
+  // claim's error, "" on success.
+  std::string MakeAndRecord(PreparedClaim& claim) ABSL_LOCKS_EXCLUDED(mu_);
+  // Destroys the MIG instances of claim `uid`, as recorded in `claim`, and
+  // removes its record. On failure the record stays (as it was) and the
+  // error is returned.
+  absl::Status DestroyAndForget(const std::string& uid,
+                                const PreparedClaim& claim)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The dynamic MIG part of Start; true when the checkpoint changed.
+  bool ReconcileMigLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The device nodes of a made MIG device: its GPU's and its GPU and
+  // compute instances' capability nodes (mig-minors read again when it
+  // lacks them).
+  absl::StatusOr<std::vector<std::string>> MigNodesLocked(
+      const MigRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Step(MigStep step) const;
   // Builds and writes the spec of `claim` from the current sources.
   absl::Status WriteSpec(const PreparedClaim& claim)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -148,10 +205,12 @@ class Preparer {
 
   const PreparerOptions options_;
   ClaimReader& reader_;
+  MigMaker* const mig_;
   mutable absl::Mutex mu_;
   const DeviceSet* devices_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::shared_ptr<const ClaimSpecBase> base_ ABSL_GUARDED_BY(mu_);
   Checkpoint checkpoint_ ABSL_GUARDED_BY(mu_);
+  std::optional<MigCaps> caps_ ABSL_GUARDED_BY(mu_);
   // Claims being read for a Prepare, by UID: how many reads, and whether
   // an Unprepare came meanwhile.
   struct Reading {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "device/device_set.h"
 #include "dra/claim_edits.h"
+#include "dra/dynamic_mig.h"
 #include "dra/preparer.h"
 #include "testing/temp_dir.h"
 
@@ -49,6 +51,105 @@ class TableReader final : public ClaimReader {
   // Runs at each read, before the claim is looked up (set before use); an
   // error is the read's.
   std::function<absl::Status(const ClaimRef&, absl::Time, CallBudget&)> on_read;
+};
+
+// MIG instances in a table: GPU instances by GPU UUID, IDs the lowest free
+// (GPU instance IDs from 1, compute instance IDs from 0), placements
+// checked for overlap. Failures can be injected by call name.
+class TableMigMaker final : public MigMaker {
+ public:
+  absl::StatusOr<std::vector<MigGpuInstance>> List(
+      const std::string& gpu) override {
+    absl::MutexLock lock(&mu);
+    ++calls["List"];
+    if (absl::Status s = Injected("List"); !s.ok()) return s;
+    return gpus[gpu];
+  }
+  absl::StatusOr<unsigned> CreateGpuInstance(const MigPlacement& p) override {
+    absl::MutexLock lock(&mu);
+    ++calls["CreateGpuInstance"];
+    if (absl::Status s = Injected("CreateGpuInstance"); !s.ok()) return s;
+    std::vector<MigGpuInstance>& list = gpus[p.gpu_uuid];
+    unsigned id = 1;
+    for (const MigGpuInstance& gi : list) {
+      if (p.start < gi.start + gi.size && gi.start < p.start + p.size) {
+        return absl::ResourceExhaustedError("placement occupied");
+      }
+      if (gi.gi_id >= id) id = gi.gi_id + 1;
+    }
+    list.push_back({id, p.profile_id, p.start, p.size, {}});
+    return id;
+  }
+  absl::StatusOr<unsigned> CreateComputeInstance(const MigPlacement& p,
+                                                 unsigned gi_id) override {
+    absl::MutexLock lock(&mu);
+    ++calls["CreateComputeInstance"];
+    if (absl::Status s = Injected("CreateComputeInstance"); !s.ok()) return s;
+    MigGpuInstance* gi = Find(p.gpu_uuid, gi_id);
+    if (gi == nullptr) return absl::NotFoundError("no GPU instance");
+    if (!gi->ci_ids.empty()) return absl::ResourceExhaustedError("full");
+    gi->ci_ids.push_back(0);
+    return 0u;
+  }
+  absl::StatusOr<std::string> MigUuid(const std::string& gpu, unsigned gi_id,
+                                      unsigned ci_id) override {
+    absl::MutexLock lock(&mu);
+    if (absl::Status s = Injected("MigUuid"); !s.ok()) return s;
+    MigGpuInstance* gi = Find(gpu, gi_id);
+    if (gi == nullptr || gi->ci_ids.empty()) {
+      return absl::NotFoundError("no MIG device");
+    }
+    return absl::StrCat("MIG-", gpu, "-", gi_id, "-", ci_id);
+  }
+  absl::Status DestroyComputeInstance(const std::string& gpu, unsigned gi_id,
+                                      unsigned ci_id) override {
+    absl::MutexLock lock(&mu);
+    ++calls["DestroyComputeInstance"];
+    if (absl::Status s = Injected("DestroyComputeInstance"); !s.ok()) return s;
+    MigGpuInstance* gi = Find(gpu, gi_id);
+    if (gi == nullptr) return absl::NotFoundError("no GPU instance");
+    if (busy.contains(absl::StrCat(gpu, "/", gi_id))) {
+      return absl::FailedPreconditionError("in use");
+    }
+    std::erase(gi->ci_ids, ci_id);
+    return absl::OkStatus();
+  }
+  absl::Status DestroyGpuInstance(const std::string& gpu,
+                                  unsigned gi_id) override {
+    absl::MutexLock lock(&mu);
+    ++calls["DestroyGpuInstance"];
+    if (absl::Status s = Injected("DestroyGpuInstance"); !s.ok()) return s;
+    MigGpuInstance* gi = Find(gpu, gi_id);
+    if (gi == nullptr) return absl::NotFoundError("no GPU instance");
+    if (!gi->ci_ids.empty()) return absl::FailedPreconditionError("in use");
+    std::erase_if(gpus[gpu],
+                  [&](const MigGpuInstance& g) { return g.gi_id == gi_id; });
+    return absl::OkStatus();
+  }
+
+  // The GPU instances of `gpu` now.
+  std::vector<MigGpuInstance> On(const std::string& gpu) {
+    absl::MutexLock lock(&mu);
+    return gpus[gpu];
+  }
+
+  absl::Mutex mu;
+  std::map<std::string, std::vector<MigGpuInstance>> gpus;
+  std::map<std::string, int> calls;
+  std::map<std::string, absl::Status> fail;  // by call name
+  std::set<std::string> busy;                // "<gpu>/<gi>": CIs in use
+
+ private:
+  absl::Status Injected(const std::string& call) {
+    auto it = fail.find(call);
+    return it == fail.end() ? absl::OkStatus() : it->second;
+  }
+  MigGpuInstance* Find(const std::string& gpu, unsigned gi_id) {
+    for (MigGpuInstance& gi : gpus[gpu]) {
+      if (gi.gi_id == gi_id) return &gi;
+    }
+    return nullptr;
+  }
 };
 
 inline Device Dev(const std::string& name, unsigned minor) {
