@@ -297,6 +297,13 @@ CASES = [
      [("field", "metadata.namespace", "gpu-system")]),
     (DP, {"allowDefaultNamespace": True, "namespaceOverride": "default"},
      "skip-namespace", [("field", "metadata.namespace", "default")]),
+    # NVIDIA's CDI hook path: NVIDIA_CDI_HOOK_PATH when a string, as in
+    # NVIDIA's chart; null: absent.
+    (DP, {"cdi": {"nvidiaHookPath": "/usr/local/nvidia/toolkit/nvidia-ctk"}},
+     {}, [("env", "NVIDIA_CDI_HOOK_PATH",
+           "/usr/local/nvidia/toolkit/nvidia-ctk")]),
+    (DP, {"cdi": {"nvidiaHookPath": None}}, {},
+     [("env", "NVIDIA_CDI_HOOK_PATH", None)]),
     # NVIDIA's values at NVIDIA's defaults for what is not supported.
     (DP, {"gdrcopyEnabled": False, "gdsEnabled": None, "mofedEnabled": False,
           "cdi": {"nvidiaHookPath": None, "featureFlags": None},
@@ -392,6 +399,13 @@ CASES = [
                 ".securityContext.runAsUser", 0),
       ("env", "MEMORY_LIMIT_HOOK", "nvidia"),
       ("env", "MEMORY_LIMIT_HOOK_PATH", "/usr/bin/nvidia-cdi-hook")]),
+    # NVIDIA's CDI hook path: NVIDIA_CDI_HOOK_PATH when set, as in NVIDIA's
+    # chart; "": absent.
+    (DRA, {"nvidiaCDIHookPath": "/usr/bin/nvidia-cdi-hook"},
+     {"device_api": "dra"},
+     [("env", "NVIDIA_CDI_HOOK_PATH", "/usr/bin/nvidia-cdi-hook")]),
+    (DRA, {"nvidiaCDIHookPath": ""}, {"device_api": "dra"},
+     [("env", "NVIDIA_CDI_HOOK_PATH", None)]),
     (DRA, {"serviceAccount": {"name": "gpu-dra", "annotations": {"x": "y"}}},
      {"device_api": "dra"},
      [("field", "spec.template.spec.serviceAccountName", "gpu-dra"),
@@ -424,8 +438,8 @@ REFUSED = [
     (DP, {"gdsEnabled": True}, "gdsEnabled"),
     (DP, {"gdrcopyEnabled": True}, "gdrcopyEnabled"),
     (DP, {"mofedEnabled": True}, "mofedEnabled"),
-    (DP, {"cdi": {"nvidiaHookPath": "/usr/bin/nvidia-cdi-hook"}},
-     "cdi.nvidiaHookPath"),
+    (DP, {"cdi": {"nvidiaHookPath": "usr/bin/nvidia-ctk"}},
+     "/cdi/nvidiaHookPath"),
     (DP, {"cdi": {"featureFlags": "x"}}, "cdi.featureFlags"),
     (DP, {"deviceDiscoveryStrategy": "tegra"}, "deviceDiscoveryStrategy"),
     (DP, {"nfd": {"enabled": True}}, "nfd.enabled"),
@@ -457,8 +471,7 @@ REFUSED = [
     (DRA, {"resources": {"gpus": {"enabled": False}}},
      "resources.gpus.enabled"),
     (DRA, {"webhook": {"enabled": True}}, "webhook.enabled"),
-    (DRA, {"nvidiaCDIHookPath": "/usr/bin/nvidia-cdi-hook"},
-     "nvidiaCDIHookPath"),
+    (DRA, {"nvidiaCDIHookPath": "/usr/bin/"}, "/nvidiaCDIHookPath"),
     (DRA, {"altProcDevices": "/proc/devices"}, "altProcDevices"),
     (DRA, {"maskNvidiaDriverParams": True}, "maskNvidiaDriverParams"),
     (DRA, {"nvidiaCtkPath": "/usr/bin/nvidia-ctk"}, "nvidiaCtkPath"),
