@@ -180,8 +180,8 @@ class NvidiaHooksTest(fixture.RuntimeTest):
               encoding="utf-8") as f:
       spec = json.load(f)
     self.assertNotIn("hooks", spec["containerEdits"])
-    self.assertIn("%s/libnvidia-ml.so.1" % LIB_DIR,
-                  [m["containerPath"] for m in spec["containerEdits"]["mounts"]])
+    mounted = [m["containerPath"] for m in spec["containerEdits"]["mounts"]]
+    self.assertIn("%s/libnvidia-ml.so.1" % LIB_DIR, mounted)
     flags, _ = containers.podman_flags(a["response"])
     given = [minors[i] for i in a["devices"]]
     probes = workload_test.other_gpus(minors.values(), given)
