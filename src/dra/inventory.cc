@@ -1,5 +1,6 @@
 #include "dra/inventory.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -88,6 +89,36 @@ std::map<std::string, std::string> NvLinkDomains(const NodeTopology& nt) {
   return out;
 }
 
+// The capacities NVIDIA publishes for a MIG profile (CommonCapacitiesMig),
+// by capacity name, and the counter each is consumed from.
+struct MigCapacity {
+  const char* capacity;
+  const char* counter;
+  uint64_t MigProfilePlacements::*wide;
+  unsigned MigProfilePlacements::*narrow;
+};
+constexpr MigCapacity kMigCapacities[] = {
+    {"memory", "memory", &MigProfilePlacements::memory_mib, nullptr},
+    {"multiprocessors", "multiprocessors", nullptr,
+     &MigProfilePlacements::multiprocessors},
+    {"copyEngines", "copy-engines", nullptr,
+     &MigProfilePlacements::copy_engines},
+    {"decoders", "decoders", nullptr, &MigProfilePlacements::decoders},
+    {"encoders", "encoders", nullptr, &MigProfilePlacements::encoders},
+    {"jpegEngines", "jpeg-engines", nullptr, &MigProfilePlacements::jpegs},
+    {"ofaEngines", "ofa-engines", nullptr, &MigProfilePlacements::ofas},
+};
+
+// Capacity `c` of profile `p`, memory in bytes.
+uint64_t CapacityOf(const MigProfilePlacements& p, const MigCapacity& c) {
+  return c.wide != nullptr ? (p.*c.wide) << 20 : p.*c.narrow;
+}
+
+// Hopper (compute capability 9) and newer leave MIG mode without a GPU
+// reset, so NVIDIA's driver offers the whole GPU beside its partitions
+// (supportsMIGModeToggle: architecture >= Hopper).
+bool TogglesMigWithoutReset(const GpuInfo& g) { return g.cc_major >= 9; }
+
 }  // namespace
 
 AttributeValue AttributeValue::Int(int64_t v) {
@@ -160,6 +191,20 @@ std::string MigDeviceName(const GpuInfo& gpu, const MigInfo& mig) {
   return name;
 }
 
+std::string MigPlacementName(const GpuInfo& gpu, const std::string& profile,
+                             unsigned profile_id, unsigned start) {
+  return absl::StrCat("gpu-", gpu.minor, "-mig-", ProfilePart(profile), "-",
+                      profile_id, "-", start);
+}
+
+std::string CounterSetName(const GpuInfo& gpu) {
+  return absl::StrCat(GpuDeviceName(gpu), "-counter-set");
+}
+
+std::string MemorySliceCounter(unsigned slice) {
+  return absl::StrCat("memory-slice-", slice);
+}
+
 absl::StatusOr<std::string> SemanticVersion(const std::string& version) {
   std::vector<std::string> parts = absl::StrSplit(version, '.');
   if (parts.size() > 3) {
@@ -180,6 +225,83 @@ absl::StatusOr<std::string> SemanticVersion(const std::string& version) {
   while (out.size() < 3) out.push_back("0");
   return absl::StrJoin(out, ".");
 }
+
+namespace {
+
+// NVIDIA's DynamicMIG devices of GPU `g` (BuildInventory): `whole` (the
+// GPU's device with its attributes) consuming the counter set when the
+// GPU can leave MIG mode, then every profile placement; the first device
+// brings the counter set. Empty (logged) when the counter set would not
+// fit in one, or no placement fits its memory slices.
+std::vector<DraDevice> Partitioned(const GpuInfo& g, DraDevice whole,
+                                   const NodeGpus& node) {
+  const std::string set = CounterSetName(g);
+  CounterSet counters{set, {}};
+  std::map<std::string, uint64_t> largest;  // capacity -> largest value
+  unsigned slices = 0;
+  for (const MigProfilePlacements& p : g.mig_profiles) {
+    for (const MigCapacity& c : kMigCapacities) {
+      uint64_t& v = largest[c.capacity];
+      v = std::max(v, CapacityOf(p, c));
+    }
+    for (const nvmlGpuInstancePlacement_t& pl : p.placements) {
+      // NVIDIA counts the largest placement's slices; a placement reaching
+      // past them would name a counter the set lacks.
+      slices = std::max({slices, pl.size, pl.start + pl.size});
+    }
+  }
+  for (const MigCapacity& c : kMigCapacities) {
+    counters.counters[c.counter] = largest[c.capacity];
+  }
+  for (unsigned i = 0; i < slices; ++i) {
+    counters.counters[MemorySliceCounter(i)] = 1;
+  }
+  if (counters.counters.size() > kMaxCountersPerSet) {
+    LOG_WARN(
+        "GPU {} ({}): {} memory slices make {} counters, more than a counter "
+        "set may hold ({}): published as without DynamicMIG",
+        g.index, g.uuid, slices, counters.counters.size(), kMaxCountersPerSet);
+    return {};
+  }
+  std::vector<DraDevice> out;
+  if (TogglesMigWithoutReset(g)) {
+    for (const MigCapacity& c : kMigCapacities) {
+      whole.capacity[c.capacity] = largest[c.capacity];
+    }
+    whole.consumes_counters = {{set, counters.counters}};
+    out.push_back(std::move(whole));
+  }
+  for (const MigProfilePlacements& p : g.mig_profiles) {
+    for (const nvmlGpuInstancePlacement_t& pl : p.placements) {
+      DraDevice d;
+      d.name = MigPlacementName(g, p.name, p.profile_id, pl.start);
+      d.attributes["type"] = AttributeValue::String("mig");
+      d.attributes["parentUUID"] = AttributeValue::String(g.uuid);
+      d.attributes["profile"] = AttributeValue::String(p.name);
+      AddCommon(g, node, &d.attributes);
+      CounterConsumption take{set, {}};
+      for (const MigCapacity& c : kMigCapacities) {
+        d.capacity[c.capacity] = CapacityOf(p, c);
+        take.counters[c.counter] = CapacityOf(p, c);
+      }
+      for (unsigned s = pl.start; s < pl.start + pl.size; ++s) {
+        take.counters[MemorySliceCounter(s)] = 1;
+      }
+      d.consumes_counters = {std::move(take)};
+      d.device.id = d.name;
+      d.device.numa_node = g.numa_node;
+      d.device.gpu_index = g.index;
+      d.device.gpu_uuid = g.uuid;
+      d.device.memory_bytes = p.memory_mib << 20;
+      out.push_back(std::move(d));
+    }
+  }
+  if (out.empty()) return {};
+  out.front().shared_counters = std::move(counters);
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<std::vector<DraDevice>> BuildInventory(
     const NodeGpus& node, const NodeTopology* topology, const MigCaps* mig_caps,
@@ -203,28 +325,43 @@ absl::StatusOr<std::vector<DraDevice>> BuildInventory(
       ApplyConsumableShares(options.shares, d);
     }
   };
+  // The attributes of a whole GPU device.
+  auto whole_gpu = [&](const GpuInfo& g) {
+    DraDevice d;
+    d.name = GpuDeviceName(g);
+    d.attributes["type"] = AttributeValue::String("gpu");
+    d.attributes["uuid"] = AttributeValue::String(g.uuid);
+    AddCommon(g, node, &d.attributes);
+    if (auto it = domains.find(g.uuid); it != domains.end()) {
+      d.attributes[absl::StrCat(options.driver_name, "/nvlinkDomain")] =
+          AttributeValue::String(it->second);
+    }
+    d.device.id = d.name;
+    d.device.visible_id = g.uuid;
+    d.device.device_nodes = {absl::StrCat("/dev/nvidia", g.minor)};
+    d.device.numa_node = g.numa_node;
+    d.device.gpu_index = g.index;
+    d.device.gpu_uuid = g.uuid;
+    d.device.memory_bytes = g.memory_bytes;
+    return d;
+  };
   std::vector<DraDevice> out;
   for (const GpuInfo& g : node.gpus) {
     const std::string gpu_node = absl::StrCat("/dev/nvidia", g.minor);
     const MemoryLimitSupport gpu_limits = GpuMemoryLimitSupport(node_limits, g);
-    if (!g.mig_enabled) {
-      DraDevice d;
-      d.name = GpuDeviceName(g);
-      d.attributes["type"] = AttributeValue::String("gpu");
-      d.attributes["uuid"] = AttributeValue::String(g.uuid);
-      AddCommon(g, node, &d.attributes);
-      if (auto it = domains.find(g.uuid); it != domains.end()) {
-        d.attributes[absl::StrCat(options.driver_name, "/nvlinkDomain")] =
-            AttributeValue::String(it->second);
+    if (options.dynamic_mig && !g.mig_profiles.empty()) {
+      std::vector<DraDevice> devices = Partitioned(g, whole_gpu(g), node);
+      if (!devices.empty()) {
+        for (DraDevice& d : devices) {
+          share(gpu_limits, &d);
+          out.push_back(std::move(d));
+        }
+        continue;
       }
+    }
+    if (!g.mig_enabled) {
+      DraDevice d = whole_gpu(g);
       d.capacity["memory"] = g.memory_bytes;
-      d.device.id = d.name;
-      d.device.visible_id = g.uuid;
-      d.device.device_nodes = {gpu_node};
-      d.device.numa_node = g.numa_node;
-      d.device.gpu_index = g.index;
-      d.device.gpu_uuid = g.uuid;
-      d.device.memory_bytes = g.memory_bytes;
       share(gpu_limits, &d);
       out.push_back(std::move(d));
       continue;

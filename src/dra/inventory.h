@@ -65,6 +65,11 @@ struct CounterSet {
   bool operator==(const CounterSet&) const = default;
 };
 
+// The API server's most counters in a counter set, and in one device's
+// consumption of one set (ResourceSliceMaxCountersPerCounterSet,
+// ResourceSliceMaxCountersPerDeviceCounterConsumption).
+inline constexpr size_t kMaxCountersPerSet = 32;
+
 // What a device takes of a counter set while allocated (resource.k8s.io/v1
 // DeviceCounterConsumption); the scheduler allocates it only while every
 // counter has that much left.
@@ -120,6 +125,20 @@ struct DraDevice {
 // needs.
 std::string GpuDeviceName(const GpuInfo& gpu);
 std::string MigDeviceName(const GpuInfo& gpu, const MigInfo& mig);
+// NVIDIA's name of a MIG profile placement published for dynamic MIG
+// (MigSpecTuple.ToCanonicalName): "gpu-<minor>-mig-<profile>-<GPU instance
+// profile ID>-<placement start>", <profile> as above ("gpu-0-mig-1g10gb-19-3").
+std::string MigPlacementName(const GpuInfo& gpu, const std::string& profile,
+                             unsigned profile_id, unsigned start);
+
+// NVIDIA's dynamic MIG counters (partitions.go of
+// kubernetes-sigs/dra-driver-nvidia-gpu): a GPU's counter set is
+// "<GPU device name>-counter-set" ("gpu-0-counter-set"); its counters are
+// the MIG capacities with camelCase names made DNS labels ("memory",
+// "multiprocessors", "copy-engines", "decoders", "encoders",
+// "jpeg-engines", "ofa-engines") and "memory-slice-<i>" (1 each).
+std::string CounterSetName(const GpuInfo& gpu);
+std::string MemorySliceCounter(unsigned slice);
 
 // A version string as a strict semantic version, as Kubernetes requires of
 // version attributes: dot-separated numbers with leading zeros dropped and
@@ -141,6 +160,9 @@ struct InventoryOptions {
   // from the NodeGpus): Nvml::HasMemoryLimits() and ReadCgroup2Mount.
   bool nvml_has_memory_limits = false;
   std::optional<std::string> cgroup2_mount;
+  // NVIDIA's DynamicMIG gate: GPUs whose MIG profiles discovery read
+  // (GpuInfo::mig_profiles) are published partitionable.
+  bool dynamic_mig = false;
 };
 
 // Where `attributes` says whether a device enforces memory limits:
@@ -170,6 +192,20 @@ void ApplyConsumableShares(const ConsumableShares& shares, DraDevice* device);
 // GPUs and MIG devices as NVIDIA's), but one that cannot enforce memory
 // limits stays whole unless options.unenforced is kAllow.
 // MIG device nodes need `mig_caps` (null when no GPU has MIG devices).
+// With options.dynamic_mig, a GPU with MIG profiles (mig_profiles, read
+// for MIG-enabled GPUs) is published partitionable instead, as NVIDIA's
+// DynamicMIG does: its counter set (shared_counters of its first device:
+// each capacity's largest value across its profiles, and one
+// "memory-slice-<i>" per memory slice); the whole GPU (Hopper and newer,
+// which leave MIG mode without a reset; NVIDIA's attributes and capacity
+// as published whole but for "memory" and the engine counts, the largest
+// profile's) consuming all of it; then every placement of every profile
+// in profile order, "type" "mig", "parentUUID", "profile" and the GPU's
+// attributes (no "uuid": the instance is made at prepare), its profile's
+// capacities, consuming them and its memory slices. These devices have no
+// device nodes of their own and mig_gi -1, so that any failure of the GPU
+// makes every one of them unhealthy. A GPU whose counter set would exceed
+// the API's 32 counters is published as without the gate, logged.
 // In the order of node.gpus, MIG devices in their order. Result on failure:
 // FailedPrecondition or NotFound when a MIG device's capability minors are
 // missing (naming it).

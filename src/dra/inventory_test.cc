@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -242,6 +244,253 @@ TEST(BuildInventoryTest, MigDevices) {
   none = BuildInventory(node, nullptr, &*partial, {});
   EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(none.status().message(), HasSubstr("MIG-2-0"));
+}
+
+// An H100 80GB's MIG profiles as NVML reports them (the fake's h100-mig
+// machine): name, GPU instance profile ID, memory MiB, SMs, copy engines,
+// decoders, JPEG, OFA, placement size and starts.
+std::vector<MigProfilePlacements> H100Profiles() {
+  const struct {
+    const char* name;
+    unsigned id;
+    uint64_t mib;
+    unsigned sms, copy, dec, jpeg, ofa, size;
+    std::vector<unsigned> starts;
+  } rows[] = {
+      {"1g.10gb", 19, 9984, 16, 1, 1, 1, 0, 1, {0, 1, 2, 3, 4, 5, 6}},
+      {"2g.20gb", 14, 20096, 32, 2, 2, 2, 0, 2, {0, 2, 4}},
+      {"3g.40gb", 9, 40448, 60, 3, 3, 3, 0, 4, {0, 4}},
+      {"4g.40gb", 5, 40448, 64, 4, 4, 4, 0, 4, {0}},
+      {"7g.80gb", 0, 81152, 132, 8, 7, 7, 1, 8, {0}},
+      {"1g.10gb+me", 20, 9984, 16, 1, 1, 1, 1, 1, {0, 1, 2, 3, 4, 5, 6}},
+      {"1g.20gb", 15, 20096, 26, 1, 1, 1, 0, 2, {0, 2, 4, 6}},
+  };
+  std::vector<MigProfilePlacements> out;
+  for (const auto& r : rows) {
+    MigProfilePlacements p;
+    p.name = r.name;
+    p.profile_id = r.id;
+    p.memory_mib = r.mib;
+    p.multiprocessors = r.sms;
+    p.copy_engines = r.copy;
+    p.decoders = r.dec;
+    p.jpegs = r.jpeg;
+    p.ofas = r.ofa;
+    for (unsigned start : r.starts) p.placements.push_back({start, r.size});
+    out.push_back(p);
+  }
+  return out;
+}
+
+// `n` H100s in MIG mode with their profiles read (DynamicMIG).
+NodeGpus H100Node(int n) {
+  NodeGpus node = Node(n);
+  for (GpuInfo& g : node.gpus) {
+    g.name = "NVIDIA H100 80GB HBM3";
+    g.architecture = "Hopper";
+    g.cc_major = 9;
+    g.mig_capable = g.mig_enabled = true;
+    g.mig_profiles = H100Profiles();
+  }
+  return node;
+}
+
+InventoryOptions DynamicMig() {
+  InventoryOptions o;
+  o.dynamic_mig = true;
+  return o;
+}
+
+TEST(BuildInventoryTest, DynamicMigAsNvidiasPartitionableDevices) {
+  absl::StatusOr<std::vector<DraDevice>> inv =
+      BuildInventory(H100Node(2), nullptr, nullptr, DynamicMig());
+  ASSERT_TRUE(inv.ok()) << inv.status();
+  // Per GPU: the whole GPU and 25 placements (7 + 3 + 2 + 1 + 1 + 7 + 4).
+  ASSERT_EQ(inv->size(), 52u);
+  std::vector<std::string> names = Names(*inv);
+  EXPECT_THAT(std::vector<std::string>(names.begin(), names.begin() + 10),
+              ElementsAre("gpu-4", "gpu-4-mig-1g10gb-19-0",
+                          "gpu-4-mig-1g10gb-19-1", "gpu-4-mig-1g10gb-19-2",
+                          "gpu-4-mig-1g10gb-19-3", "gpu-4-mig-1g10gb-19-4",
+                          "gpu-4-mig-1g10gb-19-5", "gpu-4-mig-1g10gb-19-6",
+                          "gpu-4-mig-2g20gb-14-0", "gpu-4-mig-2g20gb-14-2"));
+  EXPECT_EQ(names[26], "gpu-5");
+  EXPECT_THAT(names, ::testing::Contains("gpu-4-mig-1g10gb-me-20-6"));
+  EXPECT_THAT(names, ::testing::Contains("gpu-5-mig-7g80gb-0-0"));
+
+  // The counter set, brought by each GPU's first device only.
+  const CounterSet want_set{"gpu-4-counter-set",
+                            {{"copy-engines", 8},
+                             {"decoders", 7},
+                             {"encoders", 0},
+                             {"jpeg-engines", 7},
+                             {"memory", 81152ull << 20},
+                             {"memory-slice-0", 1},
+                             {"memory-slice-1", 1},
+                             {"memory-slice-2", 1},
+                             {"memory-slice-3", 1},
+                             {"memory-slice-4", 1},
+                             {"memory-slice-5", 1},
+                             {"memory-slice-6", 1},
+                             {"memory-slice-7", 1},
+                             {"multiprocessors", 132},
+                             {"ofa-engines", 1}}};
+  ASSERT_TRUE((*inv)[0].shared_counters.has_value());
+  EXPECT_EQ(*(*inv)[0].shared_counters, want_set);
+  ASSERT_TRUE((*inv)[26].shared_counters.has_value());
+  EXPECT_EQ((*inv)[26].shared_counters->name, "gpu-5-counter-set");
+  for (size_t i = 0; i < inv->size(); ++i) {
+    if (i != 0 && i != 26) {
+      EXPECT_FALSE((*inv)[i].shared_counters.has_value()) << names[i];
+    }
+  }
+
+  // The whole GPU: its attributes, the largest profile's capacities, all
+  // of the counter set.
+  const DraDevice& gpu = (*inv)[0];
+  EXPECT_EQ(gpu.attributes.at("type"), AttributeValue::String("gpu"));
+  EXPECT_EQ(gpu.attributes.at("uuid"), AttributeValue::String("GPU-0"));
+  EXPECT_THAT(gpu.capacity,
+              ElementsAre(Pair("copyEngines", 8), Pair("decoders", 7),
+                          Pair("encoders", 0), Pair("jpegEngines", 7),
+                          Pair("memory", 81152ull << 20),
+                          Pair("multiprocessors", 132), Pair("ofaEngines", 1)));
+  EXPECT_THAT(
+      gpu.consumes_counters,
+      ElementsAre(CounterConsumption{"gpu-4-counter-set", want_set.counters}));
+  EXPECT_THAT(gpu.device.device_nodes, ElementsAre("/dev/nvidia4"));
+  EXPECT_EQ(gpu.device.visible_id, "GPU-0");
+
+  // A placement: NVIDIA's MIG attributes without a UUID (nothing made
+  // yet), its profile's capacities (no memorySlice capacities), consuming
+  // them and its memory slices.
+  const DraDevice* p = nullptr;
+  for (const DraDevice& d : *inv) {
+    if (d.name == "gpu-4-mig-3g40gb-9-4") p = &d;
+  }
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->attributes.at("type"), AttributeValue::String("mig"));
+  EXPECT_FALSE(p->attributes.contains("uuid"));
+  EXPECT_EQ(p->attributes.at("parentUUID"), AttributeValue::String("GPU-0"));
+  EXPECT_EQ(p->attributes.at("profile"), AttributeValue::String("3g.40gb"));
+  EXPECT_EQ(p->attributes.at("productName"),
+            AttributeValue::String("NVIDIA H100 80GB HBM3"));
+  EXPECT_EQ(p->attributes.at("driverVersion"),
+            AttributeValue::Version("535.104.5"));
+  EXPECT_EQ(p->attributes.at("resource.kubernetes.io/pciBusID"),
+            AttributeValue::String("0000:00:00.0"));
+  EXPECT_EQ(p->attributes.at("resource.kubernetes.io/numaNode"),
+            AttributeValue::Int(0));
+  EXPECT_EQ(p->attributes.at("gpu.nvidia.com/memoryLimits"),
+            AttributeValue::String("none"));
+  EXPECT_FALSE(p->attributes.contains("gpu.nvidia.com/nvlinkDomain"));
+  EXPECT_THAT(p->capacity,
+              ElementsAre(Pair("copyEngines", 3), Pair("decoders", 3),
+                          Pair("encoders", 0), Pair("jpegEngines", 3),
+                          Pair("memory", 40448ull << 20),
+                          Pair("multiprocessors", 60), Pair("ofaEngines", 0)));
+  EXPECT_THAT(p->consumes_counters,
+              ElementsAre(CounterConsumption{"gpu-4-counter-set",
+                                             {{"copy-engines", 3},
+                                              {"decoders", 3},
+                                              {"encoders", 0},
+                                              {"jpeg-engines", 3},
+                                              {"memory", 40448ull << 20},
+                                              {"memory-slice-4", 1},
+                                              {"memory-slice-5", 1},
+                                              {"memory-slice-6", 1},
+                                              {"memory-slice-7", 1},
+                                              {"multiprocessors", 60},
+                                              {"ofa-engines", 0}}}));
+  // Health: the GPU's, whichever instance fails (mig_gi -1); no nodes
+  // until the instance is made at prepare.
+  EXPECT_EQ(p->device.id, p->name);
+  EXPECT_EQ(p->device.gpu_uuid, "GPU-0");
+  EXPECT_EQ(p->device.mig_gi, -1);
+  EXPECT_THAT(p->device.device_nodes, IsEmpty());
+  EXPECT_EQ(p->device.memory_bytes, 40448ull << 20);
+
+  // Within the API's limits: 32 attributes and capacities, 32 counters a
+  // set and a consumption, one consumption each.
+  for (const DraDevice& d : *inv) {
+    SCOPED_TRACE(d.name);
+    EXPECT_LE(d.attributes.size() + d.capacity.size(), 32u);
+    ASSERT_EQ(d.consumes_counters.size(), 1u);
+    EXPECT_LE(d.consumes_counters[0].counters.size(), kMaxCountersPerSet);
+    for (const auto& [counter, value] : d.consumes_counters[0].counters) {
+      EXPECT_TRUE(want_set.counters.contains(counter)) << counter;
+      EXPECT_LE(value, want_set.counters.at(counter)) << counter;
+    }
+  }
+}
+
+TEST(BuildInventoryTest, DynamicMigWhichGpus) {
+  struct Case {
+    const char* what;
+    std::function<void(NodeGpus&, InventoryOptions&)> edit;
+    std::vector<std::string> first;  // names of GPU 0's first devices
+    size_t size;
+  } cases[] = {
+      {"Hopper: the whole GPU too",
+       [](NodeGpus&, InventoryOptions&) {},
+       {"gpu-4", "gpu-4-mig-1g10gb-19-0"},
+       26},
+      // Ampere cannot leave MIG mode without a reset: partitions only (the
+      // first brings the counter set), as NVIDIA's.
+      {"Ampere: partitions only",
+       [](NodeGpus& n, InventoryOptions&) { n.gpus[0].cc_major = 8; },
+       {"gpu-4-mig-1g10gb-19-0", "gpu-4-mig-1g10gb-19-1"},
+       25},
+      // Without the gate the profiles change nothing (MIG enabled, no MIG
+      // devices: nothing published).
+      {"gate off",
+       [](NodeGpus&, InventoryOptions& o) { o.dynamic_mig = false; },
+       {},
+       0},
+      // A GPU without profiles (MIG off, or not read) is a plain GPU.
+      {"no profiles",
+       [](NodeGpus& n, InventoryOptions&) {
+         n.gpus[0].mig_profiles.clear();
+         n.gpus[0].mig_enabled = false;
+       },
+       {"gpu-4"},
+       1},
+      // More memory slices than a counter set may hold: as without the
+      // gate.
+      {"too many counters",
+       [](NodeGpus& n, InventoryOptions&) {
+         n.gpus[0].mig_profiles[4].placements = {{0, 26}};
+       },
+       {},
+       0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    NodeGpus node = H100Node(1);
+    InventoryOptions o = DynamicMig();
+    c.edit(node, o);
+    absl::StatusOr<std::vector<DraDevice>> inv =
+        BuildInventory(node, nullptr, nullptr, o);
+    ASSERT_TRUE(inv.ok()) << inv.status();
+    EXPECT_EQ(inv->size(), c.size);
+    std::vector<std::string> names = Names(*inv);
+    names.resize(std::min(names.size(), c.first.size()));
+    EXPECT_EQ(names, c.first);
+    if (!inv->empty() && o.dynamic_mig && !node.gpus[0].mig_profiles.empty()) {
+      EXPECT_TRUE(inv->front().shared_counters.has_value());
+    }
+  }
+}
+
+TEST(DeviceNameTest, PlacementsAndCounters) {
+  GpuInfo g = Gpu(1);
+  EXPECT_EQ(MigPlacementName(g, "1g.10gb", 19, 3), "gpu-5-mig-1g10gb-19-3");
+  EXPECT_EQ(MigPlacementName(g, "1g.10gb+me", 20, 0),
+            "gpu-5-mig-1g10gb-me-20-0");
+  EXPECT_EQ(MigPlacementName(g, "1g.12gb+gfx", 32, 2),
+            "gpu-5-mig-1g12gb-gfx-32-2");
+  EXPECT_EQ(CounterSetName(g), "gpu-5-counter-set");
+  EXPECT_EQ(MemorySliceCounter(7), "memory-slice-7");
 }
 
 InventoryOptions Shares(ConsumableShares::Mode mode, int count = 0,

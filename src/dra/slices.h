@@ -78,10 +78,6 @@ struct SliceLimits {
   size_t max_devices_with_taints = 64;  // or consumesCounters
   size_t max_counter_sets = 8;
 };
-// The API server's most counters in a counter set, and in one device's
-// consumption of one set (ResourceSliceMaxCountersPerCounterSet,
-// ResourceSliceMaxCountersPerDeviceCounterConsumption).
-inline constexpr size_t kMaxCountersPerSet = 32;
 
 // The pool's slices for `devices`: first the counter sets the devices
 // bring (shared_counters, in device order; max_counter_sets a slice),
