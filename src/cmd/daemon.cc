@@ -218,6 +218,7 @@ absl::Status Daemon::StartDra() {
             : cdi::MemoryLimitHook::Kind::kOurs,
         config_.memory_limit_hook_path, config_.driver_root};
   }
+  o.inventory.dynamic_mig = config_.DynamicMigOn();
   o.inventory.unenforced = config_.unenforced_shares;
   o.inventory.nvml_has_memory_limits = memory_limit_node_.nvml_has_limits;
   o.inventory.cgroup2_mount = memory_limit_node_.cgroup2_mount;
@@ -476,8 +477,11 @@ absl::StatusOr<NodeGpus> Daemon::DiscoverWith(
   // The job gets copies: it may outlive this call (nvml/runner.h).
   absl::StatusOr<absl::StatusOr<NodeGpus>> run =
       nvml_runner_.Call<absl::StatusOr<NodeGpus>>(
-          [&nvml = nvml_, root = sysfs_root, known = std::move(known)] {
-            return DiscoverGpus(nvml, root, known.get());
+          [&nvml = nvml_, root = sysfs_root, known = std::move(known),
+           dynamic_mig = config_.DynamicMigOn()] {
+            DiscoverOptions read;
+            read.mig_profiles = dynamic_mig;
+            return DiscoverGpus(nvml, root, known.get(), read);
           });
   if (!run.ok()) return run.status();
   return *std::move(run);

@@ -96,7 +96,11 @@ absl::StatusOr<NodeGpus> DiscoverWithDeadline(const Nvml& nvml,
   absl::StatusOr<absl::StatusOr<NodeGpus>> found;
   for (int tries = 0; tries < 2; ++tries) {
     found = runner.Call<absl::StatusOr<NodeGpus>>(
-        [&nvml, root = cfg.sysfs_root] { return DiscoverGpus(nvml, root); });
+        [&nvml, root = cfg.sysfs_root, dynamic_mig = cfg.DynamicMigOn()] {
+          DiscoverOptions read;
+          read.mig_profiles = dynamic_mig;
+          return DiscoverGpus(nvml, root, nullptr, read);
+        });
     if (found.ok() || !IsNvmlHang(found.status())) break;
   }
   if (!found.ok()) return found.status();

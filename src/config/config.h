@@ -276,6 +276,9 @@ struct Config {
     return feature_gates.consumable_shares &&
            consumable_shares.mode != ConsumableShares::Mode::kDisabled;
   }
+  // Whether DRA publishes MIG-enabled GPUs partitionable (DynamicMIG), so
+  // discovery reads their MIG profiles.
+  bool DynamicMigOn() const { return ServesDra() && feature_gates.dynamic_mig; }
 
   const std::string& DevRoot() const {
     return dev_root.empty() ? driver_root : dev_root;
