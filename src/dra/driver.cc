@@ -1,12 +1,18 @@
 #include "dra/driver.h"
 
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "cdi/driver_files.h"
+#include "device/mig_profiles.h"
 #include "dra/claim_edits.h"
+#include "dra/nvml_mig_maker.h"
 #include "dra/slices.h"
 #include "util/boot_id.h"
 #include "util/logging.h"
@@ -18,6 +24,64 @@ namespace {
 // Ours, beside the endpoint (NVIDIA's driver keeps checkpoint.json there,
 // in another format: the two never read each other's).
 constexpr char kCheckpointFile[] = "gdp-checkpoint.json";
+
+// The unsigned number `text` is, if it is one.
+std::optional<unsigned> Number(absl::string_view text) {
+  unsigned n = 0;
+  if (text.empty() || !absl::SimpleAtoi(text, &n)) return std::nullopt;
+  return n;
+}
+
+// The dynamic MIG devices of `inventory` (a device consuming counters
+// named "gpu-<minor>-mig-<profile>-<GI profile ID>-<start>": a MIG profile
+// placement of a GPU published partitionable) and what each makes, from
+// its GPU's MIG profiles (GpuInfo::mig_profiles). A device whose GPU,
+// profile or placement is not found is left out, logged (its claims fail).
+std::map<std::string, MigPlacement> DynamicMig(
+    const std::vector<DraDevice>& inventory, const NodeGpus& node) {
+  std::map<std::string, MigPlacement> out;
+  for (const DraDevice& d : inventory) {
+    if (d.consumes_counters.empty()) continue;
+    const std::vector<std::string> parts = absl::StrSplit(d.name, '-');
+    if (parts.size() < 6 || parts[0] != "gpu" || parts[2] != "mig") continue;
+    std::optional<unsigned> minor = Number(parts[1]);
+    std::optional<unsigned> id = Number(parts[parts.size() - 2]);
+    std::optional<unsigned> start = Number(parts.back());
+    const GpuInfo* gpu = nullptr;
+    for (const GpuInfo& g : node.gpus) {
+      if (minor.has_value() && g.minor == *minor) gpu = &g;
+    }
+    const MigProfilePlacements* profile = nullptr;
+    if (gpu != nullptr && id.has_value()) {
+      for (const MigProfilePlacements& m : gpu->mig_profiles) {
+        if (m.profile_id == *id) profile = &m;
+      }
+    }
+    const nvmlGpuInstancePlacement_t* placement = nullptr;
+    if (profile != nullptr && start.has_value()) {
+      for (const nvmlGpuInstancePlacement_t& p : profile->placements) {
+        if (p.start == *start) placement = &p;
+      }
+    }
+    if (placement == nullptr) {
+      LOG_WARN(
+          "DRA device {} consumes counters but is not a MIG profile placement "
+          "of this node's GPUs; claims of it fail",
+          d.name);
+      continue;
+    }
+    MigPlacement p;
+    p.gpu_uuid = gpu->uuid;
+    p.gpu_minor = gpu->minor;
+    p.profile = profile->name;
+    p.profile_id = profile->profile_id;
+    p.ci_profile_id = profile->ci_profile_id;
+    p.start = placement->start;
+    p.size = placement->size;
+    out[d.name] = std::move(p);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -44,6 +108,10 @@ absl::StatusOr<std::unique_ptr<DraDriver>> DraDriver::Create(
       [api = o.api] { return kube::Client::Create(api); }, o.driver_name,
       o.calls.readers);
   d->devices_ = std::make_unique<DeviceSet>(std::vector<Device>{});
+  if (o.nvml != nullptr) {
+    d->mig_runner_ = std::make_unique<NvmlRunner>(*o.nvml);
+    d->mig_maker_ = MakeNvmlMigMaker(*o.nvml, *d->mig_runner_);
+  }
   d->preparer_ = std::make_unique<Preparer>(
       PreparerOptions{
           .driver_name = o.driver_name,
@@ -53,8 +121,10 @@ absl::StatusOr<std::unique_ptr<DraDriver>> DraDriver::Create(
               (std::filesystem::path(EndpointSocket(o.kubelet)).parent_path() /
                kCheckpointFile)
                   .string(),
-          .boot_id = ReadBootId(o.proc_root)},
-      *d->claims_);
+          .boot_id = ReadBootId(o.proc_root),
+          .proc_root = o.proc_root,
+          .on_mig_step = o.on_mig_step},
+      *d->claims_, d->mig_maker_.get());
   d->publisher_ =
       std::make_unique<SlicePublisher>(*d->slices_api_, o.publisher);
   d->calls_ = std::make_unique<ClaimCalls>(*d->preparer_, o.calls);
@@ -78,6 +148,9 @@ DraDriver::~DraDriver() {
   // Calls in flight read claims: let them fail fast. The server ends the
   // calls in flight as it shuts down; their work then finishes unheard.
   if (claims_ != nullptr) claims_->Cancel();
+  // A MIG instance being made or destroyed: its prepare or unprepare fails
+  // at once (recorded, so the next start finishes it).
+  if (mig_runner_ != nullptr) mig_runner_->Cancel();
   if (plugin_ != nullptr) plugin_->Stop();
   if (plugin_thread_.joinable()) plugin_thread_.join();
   plugin_.reset();
@@ -135,6 +208,7 @@ absl::Status DraDriver::Apply(const NodeGpus& node,
   if (options_.inventory.shares.mode == ConsumableShares::Mode::kCount) {
     base->share_count = static_cast<uint64_t>(options_.inventory.shares.count);
   }
+  base->dynamic_mig = DynamicMig(*inventory, node);
 
   // Devices that stay keep what health monitoring learned; the daemon
   // pushes the rest.

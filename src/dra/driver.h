@@ -6,6 +6,7 @@
 #ifndef GDP_DRA_DRIVER_H_
 #define GDP_DRA_DRIVER_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,12 +23,15 @@
 #include "device/mig_caps.h"
 #include "dra/claim_calls.h"
 #include "dra/dra_service.h"
+#include "dra/dynamic_mig.h"
 #include "dra/inventory.h"
 #include "dra/kube_claims.h"
 #include "dra/kubelet_plugin.h"
 #include "dra/preparer.h"
 #include "dra/publisher.h"
 #include "kube/client.h"
+#include "nvml/nvml.h"
+#include "nvml/runner.h"
 #include "topology/node_topology.h"
 
 namespace gdp::dra {
@@ -55,6 +59,12 @@ struct DraDriverOptions {
   PublisherOptions publisher;    // driver and node names are filled in
   KubeletPluginOptions kubelet;  // names and directories are filled in
   ClaimCallsOptions calls;
+  // Makes and destroys the MIG instances of dynamic MIG devices (NVIDIA's
+  // DynamicMIG), in NVML jobs of the driver's own runner; null: a claim of
+  // one fails. Must outlive the driver.
+  const Nvml* nvml = nullptr;
+  // Tests only: PreparerOptions::on_mig_step.
+  std::function<void(MigStep)> on_mig_step = nullptr;
 };
 
 // What the DRA side is doing, for probes and logs.
@@ -86,9 +96,11 @@ class DraDriver {
   // Serves `node` (the GPUs the DRA side has: DeviceApiSplit::dra): builds
   // the devices (MIG devices need `mig_caps`), keeps the health of devices
   // that stay, finds the driver files for claim specs, and republishes the
-  // slices. The first call also restores the checkpoint and starts the
-  // threads. Result on failure: the devices cannot be built (a MIG
-  // capability missing); nothing changed then.
+  // slices. The dynamic MIG devices of the inventory (MIG profile
+  // placements consuming their GPU's counters) are what prepare makes. The
+  // first call also restores the checkpoint and starts the threads. Result on
+  // failure: the devices cannot be built (a MIG capability missing); nothing
+  // changed then.
   absl::Status Apply(const NodeGpus& node,
                      std::shared_ptr<const NodeTopology> topology,
                      const MigCaps* mig_caps);
@@ -107,6 +119,8 @@ class DraDriver {
   const DraDriverOptions options_;
   std::unique_ptr<kube::Client> slices_api_;
   std::unique_ptr<KubeClaimReader> claims_;
+  std::unique_ptr<NvmlRunner> mig_runner_;
+  std::unique_ptr<MigMaker> mig_maker_;
   std::unique_ptr<DeviceSet> devices_;
   std::unique_ptr<Preparer> preparer_;
   std::unique_ptr<SlicePublisher> publisher_;
