@@ -198,6 +198,7 @@ absl::Status Daemon::StartDra() {
   o.proc_root = config_.proc_root;
   o.cdi = CdiOptions(config_);
   o.mps_root = config_.mps_root;
+  o.nvml = &nvml_;  // dynamic MIG devices are made at prepare
   // Whether memory limits can be enforced: published on every device, and
   // with consumable shares on, which devices get them.
   memory_limit_node_.nvml_has_limits = nvml_.HasMemoryLimits();
