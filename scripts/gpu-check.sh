@@ -37,7 +37,7 @@ pack() {
   mkdir -p "$build"
   if [ -z "$no_build" ] && ! { cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release &&
          cmake --build "$build" -j"$(nproc)" --target gpu-device-plugin \
-           dpctl fake-nvml fake_nvml; } >"$build/gpu-check-build.log" 2>&1; then
+           gdp-cdi-hook dpctl fake-nvml fake_nvml; } >"$build/gpu-check-build.log" 2>&1; then
     cat "$build/gpu-check-build.log" >&2
     exit 1
   fi
@@ -45,7 +45,7 @@ pack() {
   rm -rf "$out"
   mkdir -p "$out"/{bin,lib,fake/machines,kube/schemas,py/site}
 
-  cp "$build/src/gpu-device-plugin" "$build/dpctl/dpctl" \
+  cp "$build/src/gpu-device-plugin" "$build/src/gdp-cdi-hook" "$build/dpctl/dpctl" \
     "$build/fake_nvml/fake-nvml" "$out/bin/"
   cp /usr/bin/python3.11 "$out/bin/python3.11"
   cp -L "$build/fake_nvml/lib/libnvidia-ml.so.1" "$out/fake/"
@@ -100,6 +100,7 @@ pack() {
   missing=$(ldd $objs 2>/dev/null | grep 'not found' || true)
   [ -z "$missing" ] || { echo "gpu-check: unresolved libraries: $missing" >&2; exit 1; }
   strip --strip-unneeded "$out"/bin/gpu-device-plugin "$out"/bin/dpctl \
+    "$out"/bin/gdp-cdi-hook \
     "$out"/bin/fake-nvml 2>/dev/null || true
 
   local bytes

@@ -386,6 +386,76 @@ def step_discovery(check):
           "differences": diffs, "ok": not diffs}
 
 
+def step_hook(check, reference):
+  """gdp-cdi-hook asked for a limit must fail closed, with one line naming
+  why, where the driver cannot set limits (before R615). Run only where the
+  driver lacks the memory-limit calls: the check never sets a limit."""
+  code, out, err = check.run_tool(
+      ["gpu-device-plugin", "--driver-root", check.driver_root,
+       "nvml-report"], 60)
+  report = json.loads(out) if code == 0 else {}
+  has_limits = report.get("entry_points", {}).get("memory_limits")
+  driver_major = int((report.get("driver_version", {}).get("value") or
+                      "0").split(".")[0])
+  if has_limits and driver_major >= 615 and not check.fake:
+    return {"skipped": "the driver has the memory-limit calls; the check "
+                       "never sets a limit", "ok": True}
+  uuid = reference["gpus"][0]["uuid"] if reference["gpus"] else "GPU-none"
+  bundle = os.path.join(check.work, "bundle")
+  os.makedirs(bundle, exist_ok=True)
+  hook = os.path.join(check.pack, "bin", "gdp-cdi-hook")
+  args = ["gdp-cdi-hook", "apply-memory-limits", "--driver-root",
+          check.driver_root, "--share", "gpu-check,%s,1024" % uuid]
+  with open(os.path.join(bundle, "config.json"), "w") as f:
+    json.dump({"ociVersion": "1.0.2", "hooks": {"createRuntime": [
+        {"path": hook, "args": args}]}}, f)
+  # The "container": a sleeping process in a cgroup of its own under the
+  # cgroup2 root where one can be made (the hook refuses the root cgroup),
+  # else this process.
+  cgroup = os.path.join("/sys/fs/cgroup", "gpu-check-%d" % os.getpid())
+  sleeper = None
+  pid = os.getpid()
+  if not check.fake and os.path.exists("/sys/fs/cgroup/cgroup.procs"):
+    try:
+      os.mkdir(cgroup)
+      sleeper = subprocess.Popen(["sleep", "60"])
+      with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+        f.write(str(sleeper.pid))
+      pid = sleeper.pid
+    except OSError:
+      pid = os.getpid()
+  state = json.dumps({"ociVersion": "1.0.2", "id": "gpu-check",
+                      "status": "creating", "pid": pid, "bundle": bundle})
+  start = time.monotonic()
+  try:
+    code, out, err = check.run_tool(["gdp-cdi-hook"] + args[1:], 30,
+                                    stdin=state)
+  finally:
+    if sleeper is not None:
+      sleeper.kill()
+      sleeper.wait()
+    if os.path.isdir(cgroup):
+      for _ in range(50):
+        try:
+          os.rmdir(cgroup)
+          break
+        except OSError:
+          time.sleep(0.1)
+  lines = [l for l in err.splitlines() if l.strip()]
+  result = {"exit_code": code, "stderr": lines,
+            "ms": round((time.monotonic() - start) * 1000, 1),
+            "driver_has_calls": has_limits}
+  problems = []
+  if code != 1 or len(lines) != 1:
+    problems.append("the hook did not fail closed with one line (exit %d)"
+                    % code)
+  elif pid != os.getpid() and "R615" not in lines[0]:
+    problems.append("the refusal does not name the driver requirement")
+  result["problems"] = problems
+  result["ok"] = not problems
+  return result
+
+
 def free_port():
   s = socket.socket()
   s.bind(("127.0.0.1", 0))
@@ -527,6 +597,8 @@ def step_device_plugin(check):
   else:
     result["allocate_latency"] = err.strip()
   files = cdi_files(cdi)
+  for spec in os.listdir(cdi):
+    shutil.copy(os.path.join(cdi, spec), os.path.join(check.out, "cdi-" + spec))
   result["cdi_paths"] = len(files)
   result["cdi_missing"] = sorted(p for p, ok in files.items() if not ok)
   names = {os.path.basename(p) for p in files}
@@ -753,6 +825,8 @@ def summary_text(report):
       lines.append("  SIGTERM: %s" % r.get("sigterm"))
       lines.append("  CDI: %s paths, has %s" % (r.get("cdi_paths"),
                                                 r.get("cdi_has")))
+    if name == "hook_refusal":
+      lines.append("  %s" % (r.get("skipped") or r.get("stderr")))
     if name == "dra":
       lines.append("  devices: %s; prepare %s; SIGTERM %s" % (
           r.get("devices"), (r.get("prepare") or {}).get("exit_code"),
@@ -775,7 +849,8 @@ def main(argv):
     steps = [("nvml_report", lambda: step_nvml_report(check)),
              ("discovery", lambda: step_discovery(check)),
              ("device_plugin", lambda: step_device_plugin(check)),
-             ("dra", lambda: step_dra(check, reference))]
+             ("dra", lambda: step_dra(check, reference)),
+             ("hook_refusal", lambda: step_hook(check, reference))]
     if not check.fake:
       steps.insert(0, ("host", lambda: step_host(check)))
     for name, fn in steps:

@@ -91,7 +91,8 @@ class GpuCheckTest(unittest.TestCase):
     self.assertTrue(report["ok"], summary)
     steps = report["steps"]
     self.assertEqual(sorted(steps),
-                     ["device_plugin", "discovery", "dra", "nvml_report"])
+                     ["device_plugin", "discovery", "dra", "hook_refusal",
+                      "nvml_report"])
     self.assertEqual(steps["discovery"]["result"]["differences"], [])
     dp = steps["device_plugin"]["result"]
     self.assertEqual(dp["sigterm"]["exit_code"], 0)
@@ -101,6 +102,9 @@ class GpuCheckTest(unittest.TestCase):
     self.assertEqual(len(dra["devices"]), 8)
     self.assertEqual(dra["prepare"]["exit_code"], 0)
     self.assertEqual(dra["unprepare"]["exit_code"], 0)
+    hook = steps["hook_refusal"]["result"]
+    self.assertEqual(hook["exit_code"], 1, hook)
+    self.assertEqual(len(hook["stderr"]), 1, hook)
     self.assertLess(report["seconds"], 300)
 
 
