@@ -211,11 +211,26 @@ std::string MigMinors(const Machine& machine) {
   return text;
 }
 
+// /proc/devices as a node with the driver loaded lists it: the character
+// device majors by name (the fixture's numbers), then the block devices.
+// Readers find the dynamic majors there, e.g. nvidia-caps for capability
+// nodes that do not exist on the host (NVIDIA's DRA driver does so).
+std::string ProcDevices() {
+  return absl::StrCat("Character devices:\n  1 mem\n  5 /dev/tty\n",
+                      kNvidiaUvmMajor, " nvidia-uvm\n", kNvidiaCapsMajor,
+                      " nvidia-caps\n", kNvidiaMajor,
+                      " nvidia-frontend\n\nBlock devices:\n  7 loop\n");
+}
+
 absl::Status WriteMigCaps(const Machine& machine,
                           const std::filesystem::path& root,
                           DeviceNodes nodes) {
   if (absl::Status s = WriteFile(root / "proc/driver/nvidia-caps/mig-minors",
                                  MigMinors(machine));
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = WriteFile(root / "proc/devices", ProcDevices());
       !s.ok()) {
     return s;
   }

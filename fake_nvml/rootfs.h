@@ -61,6 +61,10 @@ inline constexpr unsigned kNvidiaCapsMajor = 121;     // nvidia-cap<N>: minor N
 //                                                 4-digit domain)
 //   dev/nvidiactl, dev/nvidia-uvm, dev/nvidia-uvm-tools, dev/nvidia-modeset,
 //   dev/nvidia<minor> per GPU                     device nodes (`nodes`)
+//   proc/devices                                  the character device
+//                                                 majors: nvidia-uvm 120,
+//                                                 nvidia-caps 121,
+//                                                 nvidia-frontend 195
 //   proc/driver/nvidia-caps/mig-minors            the MIG capability minors
 //                                                 as the driver lists them
 //                                                 (see README.md): config,

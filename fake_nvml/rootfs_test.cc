@@ -172,6 +172,13 @@ TEST_F(RootfsTest, WritesMigCapabilities) {
                     dir_, &output),
             0)
       << output;
+  // The majors, as the kernel lists them: a capability node made at run
+  // time need not exist on the host to be given to a container.
+  const std::string devices = ReadFile(root / "proc/devices");
+  EXPECT_THAT(devices, ::testing::StartsWith("Character devices:\n"));
+  EXPECT_THAT(devices, ::testing::HasSubstr("\n121 nvidia-caps\n"));
+  EXPECT_THAT(devices, ::testing::HasSubstr("\n120 nvidia-uvm\n"));
+  EXPECT_THAT(devices, ::testing::HasSubstr("\n195 nvidia-frontend\n"));
   const std::string minors =
       ReadFile(root / "proc/driver/nvidia-caps/mig-minors");
   EXPECT_THAT(minors, ::testing::StartsWith(
