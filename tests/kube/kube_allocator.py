@@ -6,8 +6,10 @@ Tests use it (through the control call POST /emulator/allocate) to give a
 claim devices the way kube-scheduler's structured allocator does for the
 simple requests they make, so that what a driver prepares was chosen
 under the same rules: only complete pools without problems
-(kube_pool_rules) at their highest generation; devices in the order the
-pool lists them (slices by name, devices in slice order); never a device
+(kube_pool_rules) at their highest generation; devices in a fixed order
+(slices by their first device's name, numbers compared as numbers, then
+devices as each slice lists them: the scheduler's own order is its
+informer's, which a test cannot rely on); never a device
 another allocated claim holds (a device allowing multiple allocations is
 not offered); never a device with a NoSchedule or NoExecute taint; and,
 for partitionable devices (KEP-4815), only while every counter the device

@@ -21,6 +21,7 @@ has. Pure functions; safe from any thread.
 """
 
 import collections
+import re
 
 from kube_meta import as_dict, as_list
 import kube_slice_rules
@@ -66,12 +67,29 @@ def counters_of(counters):
   return out
 
 
+def natural(name):
+  """A sort key of `name` comparing its runs of digits as numbers
+  ("gpu-2" before "gpu-10")."""
+  return [(0, int(part), "") if part.isdigit() else (1, 0, part)
+          for part in re.split(r"(\d+)", name or "")]
+
+
+def _slice_order(s):
+  """Slices of a pool in a fixed order: by their first device's name,
+  numbers as numbers (slices of counters first), then by name. The
+  scheduler's order is its informer's; tests need one that does not hang
+  on the random part of generated names."""
+  devices = as_list(as_dict(s.get("spec")).get("devices"))
+  first = as_dict(devices[0]).get("name") if devices else ""
+  return (natural(first), as_dict(s.get("metadata")).get("name") or "")
+
+
 def pools(slices):
   """The pools of `slices` (ResourceSlice objects), each at its highest
-  generation, with their problems."""
+  generation, with their problems; devices in the order of _slice_order,
+  then as each slice lists them."""
   by_pool = collections.OrderedDict()
-  for s in sorted(slices, key=lambda o: as_dict(o.get("metadata"))
-                  .get("name") or ""):
+  for s in sorted(slices, key=_slice_order):
     spec = as_dict(s.get("spec"))
     pool = as_dict(spec.get("pool"))
     key = (spec.get("driver"), pool.get("name"))
