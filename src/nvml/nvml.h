@@ -336,7 +336,8 @@ class Nvml {
   // Every GPU instance of every profile on `gpu`, sorted by placement start
   // (then GPU instance ID), with its compute instances. Empty when MIG mode
   // is on and nothing is made; Unimplemented (NOT_SUPPORTED) when MIG mode
-  // is off or the GPU has no MIG.
+  // is off or the GPU has no MIG. An instance another process destroys
+  // while the list is read is left out (its handle no longer valid).
   absl::StatusOr<std::vector<GpuInstanceState>> GpuInstances(
       nvmlDevice_t gpu) const;
 

@@ -33,6 +33,13 @@ absl::Status About(const absl::Status& s, absl::string_view what) {
   return out;
 }
 
+// Whether `s` says an instance listed a moment ago was destroyed since
+// (by another process): its handle is no longer valid.
+bool Vanished(const absl::Status& s) {
+  const nvmlReturn_t code = NvmlCode(s);
+  return code == NVML_ERROR_INVALID_ARGUMENT || code == NVML_ERROR_NOT_FOUND;
+}
+
 std::string GiName(unsigned gi_id) {
   return absl::StrCat("GPU instance ", gi_id);
 }
@@ -190,12 +197,14 @@ absl::StatusOr<std::vector<Nvml::GpuInstanceState>> Nvml::GpuInstances(
     }
     for (unsigned g = 0; g < count; ++g) {
       absl::StatusOr<nvmlGpuInstanceInfo_t> info = GpuInstanceInfo(gis[g]);
+      if (Vanished(info.status())) continue;
       if (!info.ok()) return info.status();
       GpuInstanceState state;
       state.gi_id = info->id;
       state.profile_id = info->profileId;
       state.placement = info->placement;
       absl::StatusOr<std::vector<unsigned>> cis = ComputeInstanceIds(gis[g]);
+      if (Vanished(cis.status())) continue;
       if (!cis.ok()) return About(cis.status(), GiName(info->id));
       state.ci_ids = *std::move(cis);
       out.push_back(std::move(state));
@@ -256,6 +265,7 @@ absl::StatusOr<std::vector<unsigned>> Nvml::ComputeInstanceIds(
       nvmlComputeInstanceInfo_t info{};
       s = CallOptional(fns_->nvmlComputeInstanceGetInfo_v2,
                        "nvmlComputeInstanceGetInfo_v2", cis[c], &info);
+      if (Vanished(s)) continue;
       if (!s.ok()) return s;
       ids.push_back(info.id);
     }
