@@ -307,7 +307,7 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
 }
 
 absl::Status WriteCheckpoint(const std::string& path,
-                             const Checkpoint& checkpoint) {
+                             const Checkpoint& checkpoint, bool durable) {
   const std::string text = SerializeCheckpoint(checkpoint);
   if (text.size() > kMaxCheckpointBytes) {
     return absl::ResourceExhaustedError(
@@ -315,7 +315,7 @@ absl::Status WriteCheckpoint(const std::string& path,
                      " bytes, more than the ", kMaxCheckpointBytes,
                      " a checkpoint may (it would be refused when read)"));
   }
-  return WriteFileAtomically(path, text, 0600, kPrivateDirMode);
+  return WriteFileAtomically(path, text, 0600, kPrivateDirMode, durable);
 }
 
 }  // namespace gdp::dra

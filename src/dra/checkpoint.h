@@ -113,11 +113,12 @@ std::string RestampCheckpoint(absl::string_view text);
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path);
 
 // Writes it atomically (mode 0600; the directory is created 0700 if
-// missing). Result on failure: ResourceExhausted naming the path for a
-// checkpoint over kMaxCheckpointBytes (nothing written); the errno's status
-// naming the path.
+// missing), fsynced unless `durable` is false (WriteFileAtomically: it then
+// survives a crash of the process, not a power loss). Result on failure:
+// ResourceExhausted naming the path for a checkpoint over
+// kMaxCheckpointBytes (nothing written); the errno's status naming the path.
 absl::Status WriteCheckpoint(const std::string& path,
-                             const Checkpoint& checkpoint);
+                             const Checkpoint& checkpoint, bool durable = true);
 
 }  // namespace gdp::dra
 

@@ -257,5 +257,23 @@ TEST(CheckpointTest, DynamicMigAndClaimStatesAreVersion3) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("size"));
 }
 
+TEST(CheckpointTest, TheFuzzCorpusVersion3Reads) {
+  // The fuzzer's version 3 seed (its checksum made right, as the fuzzer
+  // does) is a checkpoint, so fuzzing starts from every new field.
+  const std::string path =
+      absl::StrCat(GDP_CHECKPOINT_CORPUS, "/dynamic-mig-v3.json");
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  absl::StatusOr<Checkpoint> c = ParseCheckpoint(RestampCheckpoint(text), path);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->claims.size(), 3u);
+  EXPECT_EQ(c->claims["uid-a"].state, ClaimState::kPrepared);
+  EXPECT_EQ(c->claims["uid-a"].devices[0].mig->gi_id, 2u);
+  EXPECT_EQ(c->claims["uid-b"].state, ClaimState::kPreparing);
+  EXPECT_FALSE(c->claims["uid-b"].devices[0].mig->gi_id.has_value());
+  EXPECT_EQ(c->claims["uid-c"].state, ClaimState::kUnpreparing);
+}
+
 }  // namespace
 }  // namespace gdp::dra

@@ -375,8 +375,8 @@ std::string Preparer::WholeAndShared(const PreparedClaim& claim) const {
   return add(claim);
 }
 
-absl::Status Preparer::SaveLocked() {
-  return WriteCheckpoint(options_.checkpoint_path, checkpoint_);
+absl::Status Preparer::SaveLocked(bool durable) {
+  return WriteCheckpoint(options_.checkpoint_path, checkpoint_, durable);
 }
 
 absl::Status Preparer::WriteSpec(const PreparedClaim& claim) {
@@ -748,7 +748,7 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
       // is undone at the next start.
       prepared.state = ClaimState::kPreparing;
       checkpoint_.claims[ref.uid] = prepared;
-      if (absl::Status s = SaveLocked(); !s.ok()) {
+      if (absl::Status s = SaveLocked(/*durable=*/false); !s.ok()) {
         checkpoint_.claims.erase(ref.uid);
         return fail(
             absl::StrCat("recording it in the checkpoint: ", s.message()));
@@ -824,7 +824,7 @@ std::map<std::string, std::string> Preparer::Unprepare(
           // finishes the destruction at the next start.
           const ClaimState was = it->second.state;
           it->second.state = ClaimState::kUnpreparing;
-          if (absl::Status s = SaveLocked(); !s.ok()) {
+          if (absl::Status s = SaveLocked(/*durable=*/false); !s.ok()) {
             it->second.state = was;
             out[ref.uid] = ClaimError(
                 ref, absl::StrCat("updating the checkpoint: ", s.message()));

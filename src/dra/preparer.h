@@ -196,7 +196,13 @@ class Preparer {
   // Builds and writes the spec of `claim` from the current sources.
   absl::Status WriteSpec(const PreparedClaim& claim)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status SaveLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the checkpoint. `durable` false for a record of an intent (a
+  // claim being prepared or unprepared): it must survive a crash of the
+  // process, and a power loss makes it moot (a reboot destroys every MIG
+  // instance), so it is not fsynced, which keeps two fsyncs off a dynamic
+  // MIG prepare.
+  absl::Status SaveLocked(bool durable = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Why `claim` cannot be prepared beside the prepared claims: a device
   // given whole in one and as a share in another (or in `claim` itself);
   // "" when none is.

@@ -40,7 +40,7 @@ absl::Status SyncDir(const std::string& dir) {
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view content, mode_t mode,
-                                 mode_t dir_mode) {
+                                 mode_t dir_mode, bool durable) {
   const std::filesystem::path target(path);
   if (!target.has_filename()) {
     return absl::InvalidArgumentError(
@@ -64,7 +64,7 @@ absl::Status WriteFileAtomically(const std::string& path,
   if (s.ok() && fchmod(fd, mode) != 0) {
     s = absl::ErrnoToStatus(errno, absl::StrCat("setting the mode of ", tmp));
   }
-  if (s.ok() && fsync(fd) != 0) {
+  if (s.ok() && durable && fsync(fd) != 0) {
     s = absl::ErrnoToStatus(errno, absl::StrCat("syncing ", tmp));
   }
   if (close(fd) != 0 && s.ok()) {
@@ -78,7 +78,7 @@ absl::Status WriteFileAtomically(const std::string& path,
     unlink(tmp.c_str());
     return s;
   }
-  return SyncDir(dir);
+  return durable ? SyncDir(dir) : absl::OkStatus();
 }
 
 absl::Status RemoveFile(const std::string& path) {
