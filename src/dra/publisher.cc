@@ -381,12 +381,8 @@ absl::Status SlicePublisher::Reconcile(int* writes) {
       d.request_policies.clear();
     }
   }
-  if (withhold) {
-    devices.erase(
-        std::remove_if(devices.begin(), devices.end(),
-                       [](const SliceDevice& d) { return !d.taints.empty(); }),
-        devices.end());
-  }
+  if (withhold) WithholdTainted(&devices);
+
   kube::ListOptions selector;
   selector.field_selector = field_selector_;
   absl::StatusOr<nlohmann::json> list = api_.List(collection_, selector);

@@ -53,10 +53,36 @@ std::vector<SliceDevice> SliceDevices(const std::vector<DraDevice>& inventory,
     if (auto it = by_name.find(d.name); it != by_name.end()) {
       s.taints = TaintsFor(*it->second, driver_name);
     }
-    if (withhold_unhealthy && !s.taints.empty()) continue;
     out.push_back(std::move(s));
   }
+  if (withhold_unhealthy) WithholdTainted(&out);
   return out;
+}
+
+void WithholdTainted(std::vector<SliceDevice>* devices) {
+  std::vector<CounterSet> orphans;
+  std::vector<SliceDevice> kept;
+  for (SliceDevice& d : *devices) {
+    if (d.taints.empty()) {
+      kept.push_back(std::move(d));
+    } else if (d.shared_counters.has_value()) {
+      orphans.push_back(*std::move(d.shared_counters));
+    }
+  }
+  for (CounterSet& set : orphans) {
+    for (SliceDevice& d : kept) {
+      const bool consumes =
+          std::any_of(d.consumes_counters.begin(), d.consumes_counters.end(),
+                      [&](const CounterConsumption& c) {
+                        return c.counter_set == set.name;
+                      });
+      if (consumes && !d.shared_counters.has_value()) {
+        d.shared_counters = std::move(set);
+        break;
+      }
+    }
+  }
+  *devices = std::move(kept);
 }
 
 std::vector<SliceContent> CutIntoSlices(std::vector<SliceDevice> devices,

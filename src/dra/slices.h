@@ -63,11 +63,17 @@ std::vector<Taint> TaintsFor(const Device& device,
 // `inventory` with each device's taints from `health` (matched by device
 // name = Device::id; a device missing there is taken as healthy). With
 // `withhold_unhealthy`, devices that would carry a taint are left out
-// instead (for API servers that drop taints: DRADeviceTaints off).
+// instead (for API servers that drop taints: DRADeviceTaints off;
+// WithholdTainted).
 std::vector<SliceDevice> SliceDevices(const std::vector<DraDevice>& inventory,
                                       const std::vector<Device>& health,
                                       const std::string& driver_name,
                                       bool withhold_unhealthy);
+
+// Leaves out the devices with taints. A counter set one of them brings
+// (shared_counters) goes to the first device kept that consumes from it,
+// and is dropped when none does.
+void WithholdTainted(std::vector<SliceDevice>* devices);
 
 // What one slice may hold (pkg/apis/resource/validation): 128 devices, 64
 // when a device of the slice has taints or consumes counters (Kubernetes

@@ -416,6 +416,34 @@ TEST(SliceDevicesTest, CarryTheConsumableShape) {
   EXPECT_EQ(s[0].request_policies, inv[0].request_policies);
 }
 
+TEST(WithholdTaintedTest, CounterSetsStayWithTheirConsumers) {
+  std::vector<SliceDevice> d = Partitioned(2, 3, 1);
+  // GPU 0's whole device (bringing its set) tainted: its set moves to the
+  // next of its devices kept. GPU 1 all tainted: its set goes with them.
+  d[0].taints = {{"k/x", "1", "NoSchedule"}};
+  for (int i = 3; i < 6; ++i) d[i].taints = {{"k/x", "1", "NoSchedule"}};
+  d[6].taints = {{"k/x", "1", "NoSchedule"}};  // the plain device
+  WithholdTainted(&d);
+  std::vector<std::string> names;
+  for (const SliceDevice& x : d) names.push_back(x.name);
+  EXPECT_THAT(names, ElementsAre("gpu-0-p1", "gpu-0-p2"));
+  ASSERT_TRUE(d[0].shared_counters.has_value());
+  EXPECT_EQ(d[0].shared_counters->name, "gpu-0-counter-set");
+  EXPECT_FALSE(d[1].shared_counters.has_value());
+  // SliceDevices withholding does the same.
+  std::vector<DraDevice> inv = Inventory(2);
+  inv[0].consumes_counters = inv[1].consumes_counters = {{"s", {{"c", 1}}}};
+  inv[0].shared_counters = CounterSet{"s", {{"c", 2}}};
+  std::vector<Device> health = {inv[0].device};
+  health[0].health = Health::kUnhealthy;
+  std::vector<SliceDevice> s =
+      SliceDevices(inv, health, "gpu.nvidia.com", /*withhold_unhealthy=*/true);
+  ASSERT_THAT(s, SizeIs(1));
+  EXPECT_EQ(s[0].name, "gpu-1");
+  ASSERT_TRUE(s[0].shared_counters.has_value());
+  EXPECT_EQ(s[0].shared_counters->name, "s");
+}
+
 TEST(SliceJsonTest, CountersRoundTrip) {
   SliceObject counters = Object();
   counters.devices.clear();
