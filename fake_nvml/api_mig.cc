@@ -154,7 +154,11 @@ nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(
   fn::ApiCall call(device);
   if (call.status() != NVML_SUCCESS) return call.status();
   if (!call.gpu().mig_capable) return NVML_ERROR_NOT_SUPPORTED;
-  if (info == nullptr || profile >= NVML_GPU_INSTANCE_PROFILE_COUNT) {
+  // A profile index the driver does not know is INVALID_ARGUMENT, as driver
+  // 580.159.04 answers for NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX.
+  if (info == nullptr ||
+      !fn::KnowsGpuInstanceProfile(call.session().machine().driver_version,
+                                   profile)) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
   const fn::MigProduct* product = call.gpu().mig_product;

@@ -8,6 +8,8 @@
 #include <future>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "fake_nvml/machine.h"
 #include "fake_nvml/test_client.h"
 
 namespace gdp::fake_nvml::testing {
@@ -200,8 +202,9 @@ TEST_F(EventsTest, WaitTimesOut) {
 }
 
 TEST_F(EventsTest, UnsupportedTypesAreNotRegistered) {
-  EXPECT_EQ(NVML(nvmlDeviceRegisterEvents)(Device(0),
-                                           kAll | nvmlEventTypePState, set_),
+  // The SBE storm event came with R560: the R550 driver of dgx-a100 lacks it.
+  EXPECT_EQ(NVML(nvmlDeviceRegisterEvents)(
+                Device(0), kAll | kEventSingleBitEccErrorStorm, set_),
             NVML_ERROR_NOT_SUPPORTED);
   Control("xid 0 13");  // nothing was registered
   nvmlEventData_t data;
@@ -238,6 +241,80 @@ gpus:
   EXPECT_EQ(
       NVML(nvmlDeviceRegisterEvents)(Device(0), nvmlEventTypePState, set_),
       NVML_SUCCESS);
+}
+
+TEST_F(EventsTest, DefaultTypesAreThoseTheDriverKnows) {
+  // What nvmlDeviceGetSupportedEventTypes answered on an H100 with driver
+  // 580.159.04 (nvmlEventTypeAll), and the R550 set; MigConfigChange only
+  // for MIG-capable GPUs.
+  const struct {
+    const char* driver;
+    bool mig_capable;
+    unsigned long long events;
+  } kCases[] = {
+      {"580.159.04", true, 0xFF9F}, {"565.57.01", true, 0xFF9F},
+      {"560.35.03", true, 0x3F9F},  {"560.35.03", false, 0x3E9F},
+      {"550.54.15", true, 0x19F},   {"550.54.15", false, 0x9F},
+      {"440.33.01", true, 0x9F},    {"615.20.01", false, 0xFE9F},
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(absl::StrCat(c.driver, c.mig_capable ? " MIG" : ""));
+    ASSERT_EQ(NVML(nvmlShutdown)(), NVML_SUCCESS);
+    UseMachine(WriteFile("events.yaml",
+                         absl::StrCat("driver_version: \"", c.driver, R"("
+cuda_driver_version: 12040
+gpus:
+  - name: NVIDIA H100 80GB HBM3
+    uuid: GPU-11111111-2222-3333-4444-555555555555
+    minor: 0
+    bus_id: "0000:3B:00.0"
+    pci_device_id: 0x233010DE
+    pci_subsystem_id: 0x16C110DE
+    memory_mib: 81559
+    compute_capability: "9.0"
+    numa_node: -1
+    host_bridge: 0
+    mig_capable: )",
+                                      c.mig_capable ? "true" : "false", "\n")));
+    ASSERT_EQ(NVML(nvmlInit_v2)(), NVML_SUCCESS);
+    ASSERT_EQ(NVML(nvmlEventSetCreate)(&set_), NVML_SUCCESS);
+    unsigned long long types = 0;
+    ASSERT_EQ(NVML(nvmlDeviceGetSupportedEventTypes)(Device(0), &types),
+              NVML_SUCCESS);
+    EXPECT_EQ(types, c.events);
+    // All of them register; the fake delivers only XIDs and ECC errors.
+    EXPECT_EQ(NVML(nvmlDeviceRegisterEvents)(Device(0), types, set_),
+              NVML_SUCCESS);
+  }
+}
+
+TEST_F(EventsTest, EveryNvmlTypeCanBeNamed) {
+  ASSERT_EQ(NVML(nvmlShutdown)(), NVML_SUCCESS);
+  UseMachine(WriteFile("events.yaml", R"(driver_version: "550.54.15"
+cuda_driver_version: 12040
+gpus:
+  - name: Tesla T4
+    uuid: GPU-11111111-2222-3333-4444-555555555555
+    minor: 0
+    bus_id: "0000:3B:00.0"
+    pci_device_id: 0x1EB810DE
+    pci_subsystem_id: 0x12A210DE
+    memory_mib: 15360
+    compute_capability: "7.5"
+    numa_node: 0
+    host_bridge: 0
+    supported_events: [single_bit_ecc, double_bit_ecc, pstate, xid, clock,
+                       power_source_change, mig_config_change,
+                       single_bit_ecc_storm, dram_retirement,
+                       dram_retirement_failure, non_fatal_poison,
+                       fatal_poison, gpu_unavailable, gpu_recovery_action]
+)"));
+  ASSERT_EQ(NVML(nvmlInit_v2)(), NVML_SUCCESS);
+  ASSERT_EQ(NVML(nvmlEventSetCreate)(&set_), NVML_SUCCESS);
+  unsigned long long types = 0;
+  ASSERT_EQ(NVML(nvmlDeviceGetSupportedEventTypes)(Device(0), &types),
+            NVML_SUCCESS);
+  EXPECT_EQ(types, 0xFF9Fu);  // nvmlEventTypeAll
 }
 
 TEST_F(EventsTest, V1WaitWritesOnlyTheV1Struct) {

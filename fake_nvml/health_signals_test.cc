@@ -80,7 +80,8 @@ TEST_F(HealthSignalsTest, ShippedMachinesFollowTheirArchitecture) {
   nvmlEnableState_t state;
   EXPECT_EQ(PagesPending(Device(0), &state), NVML_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(Pcie(Device(0)), "4/4 x16/16");
-  EXPECT_EQ(Throttle(Device(0)), 0u);
+  // Idle, as a real GPU without load reports (H100, driver 580.159.04).
+  EXPECT_EQ(Throttle(Device(0)), nvmlClocksThrottleReasonGpuIdle);
   unsigned a = 0, b = 0, c = 0;
   EXPECT_EQ(NVML(nvmlDeviceGetRemappedRows)(Device(0), &a, &b, &c, nullptr),
             NVML_ERROR_INVALID_ARGUMENT);
@@ -116,7 +117,7 @@ TEST_F(HealthSignalsTest, MachineFileSetsThem) {
   EXPECT_EQ(rows.pending, 1u);
   EXPECT_EQ(rows.failure, 1u);
   EXPECT_EQ(Pcie(Device(0)), "3/4 x8/16");
-  EXPECT_EQ(Throttle(Device(0)), 0x48u);
+  EXPECT_EQ(Throttle(Device(0)), 0x48u);  // replaces the idle default
   nvmlEnableState_t state;
   ASSERT_EQ(PagesPending(Device(1), &state), NVML_SUCCESS);
   EXPECT_EQ(state, NVML_FEATURE_ENABLED);

@@ -117,11 +117,41 @@ bool RemapsRows(nvmlDeviceArchitecture_t architecture) {
          architecture != NVML_DEVICE_ARCH_UNKNOWN;
 }
 
-bool ReportsRecoveryAction(absl::string_view driver_version) {
-  const absl::string_view major =
-      driver_version.substr(0, driver_version.find('.'));
+unsigned DriverMajor(absl::string_view driver_version) {
   unsigned value = 0;
-  return absl::SimpleAtoi(major, &value) && value >= 565;
+  return absl::SimpleAtoi(driver_version.substr(0, driver_version.find('.')),
+                          &value)
+             ? value
+             : 0;
+}
+
+unsigned long long DefaultSupportedEvents(absl::string_view driver_version,
+                                          bool mig_capable) {
+  const unsigned major = DriverMajor(driver_version);
+  unsigned long long events =
+      nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError |
+      nvmlEventTypePState | nvmlEventTypeXidCriticalError | nvmlEventTypeClock |
+      kEventPowerSourceChange;
+  if (major >= 450 && mig_capable) events |= kEventMigConfigChange;
+  if (major >= 560) {
+    events |= kEventSingleBitEccErrorStorm | kEventDramRetirementEvent |
+              kEventDramRetirementFailure | kEventNonFatalPoisonError |
+              kEventFatalPoisonError;
+  }
+  if (major >= 565)
+    events |= kEventGpuUnavailableError | kEventGpuRecoveryAction;
+  return events;
+}
+
+bool KnowsGpuInstanceProfile(absl::string_view driver_version,
+                             unsigned profile) {
+  if (profile >= NVML_GPU_INSTANCE_PROFILE_COUNT) return false;
+  return profile != NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX ||
+         DriverMajor(driver_version) >= 595;
+}
+
+bool ReportsRecoveryAction(absl::string_view driver_version) {
+  return DriverMajor(driver_version) >= 565;
 }
 
 unsigned DefaultPcieGeneration(nvmlDeviceArchitecture_t architecture) {

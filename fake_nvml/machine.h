@@ -19,10 +19,44 @@ namespace gdp::fake_nvml {
 // Upper bound on GPUs per machine (handles are drawn from a fixed table).
 inline constexpr unsigned kMaxGpus = 64;
 
-// The events a GPU reports unless its machine file says otherwise.
-inline constexpr unsigned long long kDefaultSupportedEvents =
-    nvmlEventTypeXidCriticalError | nvmlEventTypeSingleBitEccError |
-    nvmlEventTypeDoubleBitEccError;
+// NVML's event types after nvmlEventTypeClock (nvml.h; nvml_api.h declares
+// only those the plugin uses), with the driver branch that added them
+// (NVML API reference, "Change Log"): nvmlEventTypePowerSourceChange,
+// nvmlEventMigConfigChange (R450, with MIG), then R560's
+// nvmlEventTypeSingleBitEccErrorStorm, nvmlEventTypeDramRetirementEvent,
+// nvmlEventTypeDramRetirementFailure, nvmlEventTypeNonFatalPoisonError and
+// nvmlEventTypeFatalPoisonError, then R565's
+// nvmlEventTypeGpuUnavailableError and nvmlEventTypeGpuRecoveryAction.
+inline constexpr unsigned long long kEventPowerSourceChange = 0x80;
+inline constexpr unsigned long long kEventMigConfigChange = 0x100;
+inline constexpr unsigned long long kEventSingleBitEccErrorStorm = 0x200;
+inline constexpr unsigned long long kEventDramRetirementEvent = 0x400;
+inline constexpr unsigned long long kEventDramRetirementFailure = 0x800;
+inline constexpr unsigned long long kEventNonFatalPoisonError = 0x1000;
+inline constexpr unsigned long long kEventFatalPoisonError = 0x2000;
+inline constexpr unsigned long long kEventGpuUnavailableError = 0x4000;
+inline constexpr unsigned long long kEventGpuRecoveryAction = 0x8000;
+
+// The major version of a driver version string ("580.159.04" -> 580), 0
+// when it does not start with a number.
+unsigned DriverMajor(absl::string_view driver_version);
+
+// The events a GPU reports unless its machine file says otherwise: every
+// type a driver of `driver_version` knows (nvmlEventTypeAll, 0xFF9F, from
+// R565 on: what an H100 reported with driver 580.159.04), MigConfigChange
+// only for a MIG-capable GPU. Before R450: SBE, DBE, PState, XID, Clock and
+// PowerSourceChange (0x9F); R450-R559 add MigConfigChange; R560-R564 the
+// five R560 types.
+unsigned long long DefaultSupportedEvents(absl::string_view driver_version,
+                                          bool mig_capable);
+
+// Whether a driver of `driver_version` knows GPU instance profile index
+// `profile` (an NVML_GPU_INSTANCE_PROFILE_*): all below
+// NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX (0x11), which came with R595 (NVML
+// change log; driver 580.159.04 answers INVALID_ARGUMENT for it), and that
+// one from R595 on.
+bool KnowsGpuInstanceProfile(absl::string_view driver_version,
+                             unsigned profile);
 
 // A PCI function address, domain:bus:device.function.
 struct PciAddress {
@@ -149,14 +183,18 @@ struct Gpu {
   // compute instance id (their NVML index).
   std::vector<GpuInstance> gpu_instances;
   std::vector<MigDevice> mig_devices;
-  unsigned long long supported_events = kDefaultSupportedEvents;
+  // nvmlDeviceGetSupportedEventTypes: the machine file's, else
+  // DefaultSupportedEvents.
+  unsigned long long supported_events = 0;
   std::vector<NvLink> nvlinks;
   // Health signals (README.md, "Health signals"). remapped_rows is set
   // exactly when RemapsRows(architecture).
   std::optional<RemappedRows> remapped_rows;
   bool retired_pages_pending = false;  // only without remapped_rows
   PcieLink pcie;
-  unsigned long long throttle_reasons = 0;  // nvmlClocksThrottleReason*
+  // nvmlClocksThrottleReason*: an idle GPU reports GpuIdle, as a real one
+  // without load does.
+  unsigned long long throttle_reasons = nvmlClocksThrottleReasonGpuIdle;
 };
 
 // One NVSwitch, the peer of NVLinks on NVSwitch-based systems.

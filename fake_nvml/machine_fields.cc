@@ -24,6 +24,15 @@ constexpr EventName kEventNames[] = {
     {"double_bit_ecc", nvmlEventTypeDoubleBitEccError},
     {"pstate", nvmlEventTypePState},
     {"clock", nvmlEventTypeClock},
+    {"power_source_change", kEventPowerSourceChange},
+    {"mig_config_change", kEventMigConfigChange},
+    {"single_bit_ecc_storm", kEventSingleBitEccErrorStorm},
+    {"dram_retirement", kEventDramRetirementEvent},
+    {"dram_retirement_failure", kEventDramRetirementFailure},
+    {"non_fatal_poison", kEventNonFatalPoisonError},
+    {"fatal_poison", kEventFatalPoisonError},
+    {"gpu_unavailable", kEventGpuUnavailableError},
+    {"gpu_recovery_action", kEventGpuRecoveryAction},
 };
 
 // The names accepted for `brand`, as NVML_BRAND_* lower-cased.
@@ -187,10 +196,14 @@ unsigned long long ParseEvents(const YAML::Node& node,
       if (name == known.name) match = &known;
     }
     if (match == nullptr) {
-      throw FieldError(LineOf(items[i]), item_field,
-                       absl::StrCat("unknown event \"", name,
-                                    "\" (xid, single_bit_ecc, double_bit_ecc, "
-                                    "pstate, clock)"));
+      std::string known_names;
+      for (const EventName& known : kEventNames) {
+        absl::StrAppend(&known_names, known_names.empty() ? "" : ", ",
+                        known.name);
+      }
+      throw FieldError(
+          LineOf(items[i]), item_field,
+          absl::StrCat("unknown event \"", name, "\" (", known_names, ")"));
     }
     mask |= match->bit;
   }

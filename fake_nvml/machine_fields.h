@@ -41,7 +41,9 @@ nvmlDeviceArchitecture_t ParseArchitecture(const YAML::Node& node,
                                            const std::string& field);
 
 // A list of event names (xid, single_bit_ecc, double_bit_ecc, pstate,
-// clock) as a mask of nvmlEventType bits.
+// clock, power_source_change, mig_config_change, single_bit_ecc_storm,
+// dram_retirement, dram_retirement_failure, non_fatal_poison, fatal_poison,
+// gpu_unavailable, gpu_recovery_action) as a mask of nvmlEventType bits.
 unsigned long long ParseEvents(const YAML::Node& node,
                                const std::string& field);
 

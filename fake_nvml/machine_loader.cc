@@ -56,8 +56,8 @@ Machine ParseRoot(const YAML::Node& root) {
   }
   std::vector<GpuLines> gpu_lines(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
-    machine.gpus.push_back(
-        ParseGpu(items[i], absl::StrCat("gpus[", i, "]"), &gpu_lines[i]));
+    machine.gpus.push_back(ParseGpu(items[i], absl::StrCat("gpus[", i, "]"),
+                                    machine.driver_version, &gpu_lines[i]));
   }
   map.Finish();
   CheckMachine(machine, gpu_lines, switch_lines);

@@ -82,7 +82,8 @@ void ParseMig(YamlMap& map, Gpu* gpu) {
 
 }  // namespace
 
-Gpu ParseGpu(const YAML::Node& node, const std::string& path, GpuLines* lines) {
+Gpu ParseGpu(const YAML::Node& node, const std::string& path,
+             absl::string_view driver_version, GpuLines* lines) {
   YamlMap map(node, path);
   Gpu gpu;
   gpu.name = ParseBoundedString(map.Required("name"), map.FieldPath("name"),
@@ -126,6 +127,8 @@ Gpu ParseGpu(const YAML::Node& node, const std::string& path, GpuLines* lines) {
   }
   ParsePlacement(map, &gpu, lines);
   ParseMig(map, &gpu);
+  gpu.supported_events =
+      DefaultSupportedEvents(driver_version, gpu.mig_capable);
   if (auto events = map.Optional("supported_events")) {
     gpu.supported_events =
         ParseEvents(*events, map.FieldPath("supported_events"));

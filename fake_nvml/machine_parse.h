@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "fake_nvml/machine.h"
 #include "fake_nvml/yaml_reader.h"
 
@@ -29,10 +30,12 @@ struct NvSwitchLines {
   int bus_id = 1;
 };
 
-// Parses the GPU entry `node` found at dotted path `path` ("gpus[3]").
-// Checks everything local to the entry; references to other entries (NVLink
-// peers) are range-checked later by CheckMachine.
-Gpu ParseGpu(const YAML::Node& node, const std::string& path, GpuLines* lines);
+// Parses the GPU entry `node` found at dotted path `path` ("gpus[3]") of a
+// machine whose driver is `driver_version` (for defaults that depend on
+// it). Checks everything local to the entry; references to other entries
+// (NVLink peers) are range-checked later by CheckMachine.
+Gpu ParseGpu(const YAML::Node& node, const std::string& path,
+             absl::string_view driver_version, GpuLines* lines);
 
 // Parses the NVSwitch entry `node` found at `path` ("nvswitches[1]").
 NvSwitch ParseNvSwitch(const YAML::Node& node, const std::string& path,

@@ -23,6 +23,11 @@ unsigned LinkCount(nvmlDevice_t device) {
 }
 
 TEST_F(MachinesTest, EveryShippedMachineMatchesItsSystem) {
+  // SBE, DBE, PState, XID, Clock, PowerSourceChange; MigConfigChange.
+  constexpr unsigned long long kR550 = 0x9F;
+  constexpr unsigned long long kR550Mig = 0x19F;
+  // nvmlEventTypeAll, as an H100 reported it with driver 580.159.04.
+  constexpr unsigned long long kAllEvents = 0xFF9F;
   const struct {
     const char* file;
     unsigned count;
@@ -35,23 +40,29 @@ TEST_F(MachinesTest, EveryShippedMachineMatchesItsSystem) {
     unsigned nvlinks;
     nvmlBrandType_t brand;
     nvmlDeviceArchitecture_t architecture;
+    // nvmlDeviceGetSupportedEventTypes: every type the driver knows
+    // (R550: up to MigConfigChange, for MIG-capable GPUs only; R565 on:
+    // nvmlEventTypeAll).
+    unsigned long long events;
   } kMachines[] = {
       {"dgx-a100.yaml", 8, "NVIDIA A100-SXM4-80GB", 81920, 0x20B210DE, 8, 0,
-       true, 12, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_AMPERE},
+       true, 12, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_AMPERE, kR550Mig},
       {"dgx1-v100.yaml", 8, "Tesla V100-SXM2-32GB", 32768, 0x1DB510DE, 7, 0,
-       false, 6, NVML_BRAND_TESLA, NVML_DEVICE_ARCH_VOLTA},
+       false, 6, NVML_BRAND_TESLA, NVML_DEVICE_ARCH_VOLTA, kR550},
       {"pcie-t4.yaml", 2, "Tesla T4", 15360, 0x1EB810DE, 7, 5, false, 0,
-       NVML_BRAND_TESLA, NVML_DEVICE_ARCH_TURING},
+       NVML_BRAND_TESLA, NVML_DEVICE_ARCH_TURING, kR550},
       {"h100-mig.yaml", 2, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9, 0,
-       true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER},
+       true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER, kR550Mig},
       {"hgx-h100.yaml", 8, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9, 0,
-       true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER},
+       true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER, kR550Mig},
       {"hgx-h100-r615.yaml", 8, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9,
-       0, true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER},
+       0, true, 18, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER, kAllEvents},
       {"dgx2-v100.yaml", 16, "Tesla V100-SXM3-32GB", 32768, 0x1DB810DE, 7, 0,
-       false, 6, NVML_BRAND_TESLA, NVML_DEVICE_ARCH_VOLTA},
+       false, 6, NVML_BRAND_TESLA, NVML_DEVICE_ARCH_VOLTA, kR550},
       {"pcie-4gpu-2switch.yaml", 4, "NVIDIA L40S", 46068, 0x26B910DE, 8, 9,
-       false, 0, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_ADA},
+       false, 0, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_ADA, kR550},
+      {"h100-vm-580.yaml", 1, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 9, 0,
+       true, 0, NVML_BRAND_NVIDIA, NVML_DEVICE_ARCH_HOPPER, kAllEvents},
   };
   for (const auto& m : kMachines) {
     SCOPED_TRACE(m.file);
@@ -97,9 +108,7 @@ TEST_F(MachinesTest, EveryShippedMachineMatchesItsSystem) {
       unsigned long long events = 0;
       ASSERT_EQ(NVML(nvmlDeviceGetSupportedEventTypes)(device, &events),
                 NVML_SUCCESS);
-      EXPECT_EQ(events, nvmlEventTypeXidCriticalError |
-                            nvmlEventTypeSingleBitEccError |
-                            nvmlEventTypeDoubleBitEccError);
+      EXPECT_EQ(events, m.events);
     }
     EXPECT_EQ(uuids.size(), count) << "UUIDs are not distinct";
     ASSERT_EQ(NVML(nvmlShutdown)(), NVML_SUCCESS);

@@ -291,6 +291,36 @@ TEST_F(MigTest, GpuInstanceProfileInfo) {
             NVML_ERROR_INVALID_ARGUMENT);
 }
 
+TEST_F(MigTest, ProfileIndexesTheDriverDoesNotKnow) {
+  // NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX came with R595: driver
+  // 580.159.04 answered INVALID_ARGUMENT for it on an H100, and
+  // NOT_SUPPORTED for the other profiles the H100 lacks. A driver that
+  // knows the index answers NOT_SUPPORTED for a GPU without the profile.
+  const struct {
+    const char* machine;
+    nvmlReturn_t gfx3;
+  } kCases[] = {
+      {"h100-vm-580.yaml", NVML_ERROR_INVALID_ARGUMENT},
+      {"h100-mig.yaml", NVML_ERROR_INVALID_ARGUMENT},    // R550
+      {"hgx-h100-r615.yaml", NVML_ERROR_NOT_SUPPORTED},  // R615
+  };
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.machine);
+    ASSERT_EQ(NVML(nvmlShutdown)(), NVML_SUCCESS);
+    InitWith(c.machine);
+    nvmlGpuInstanceProfileInfo_t info;
+    EXPECT_EQ(NVML(nvmlDeviceGetGpuInstanceProfileInfo)(
+                  Device(0), NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX, &info),
+              c.gfx3);
+    for (unsigned p = NVML_GPU_INSTANCE_PROFILE_1_SLICE_GFX;
+         p < NVML_GPU_INSTANCE_PROFILE_3_SLICE_GFX; ++p) {
+      EXPECT_EQ(NVML(nvmlDeviceGetGpuInstanceProfileInfo)(Device(0), p, &info),
+                NVML_ERROR_NOT_SUPPORTED)
+          << p;
+    }
+  }
+}
+
 TEST_F(MigTest, GpuInstances) {
   const struct {
     unsigned profile_id;

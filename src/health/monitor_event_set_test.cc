@@ -95,7 +95,8 @@ class MonitorEventSetTest : public ::testing::Test {
   // back (the lines apply in order).
   void Applied(const std::string& line) {
     fake_.Inject(line);
-    const unsigned long long mask = 1 + (marks_++ % 0x1ff);
+    // 2 to 0x1ff: never GpuIdle alone, the fake's default.
+    const unsigned long long mask = 2 + (marks_++ % 0x1fe);
     fake_.Inject("throttle 7 " + std::to_string(mask));
     const nvmlDevice_t gpu7 = *nvml_->DeviceByIndex(7);
     const absl::Time limit = absl::Now() + absl::Seconds(2);

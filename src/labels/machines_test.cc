@@ -45,6 +45,7 @@ const Case kCases[] = {
     {"hgx-h100-mig7", "hgx-h100-mig7"},
     {"hgx-h100", "hgx-h100"},
     {"hgx-h100-r615", "hgx-h100-r615"},
+    {"h100-vm-580", "h100-vm-580"},
     {"pcie-4gpu-2switch", "pcie-4gpu-2switch"},
     {"pcie-t4", "pcie-t4"},
     {"pcie-t4-time-slicing", "pcie-t4", MigStrategy::kNone,
