@@ -6,7 +6,9 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "testing/temp_dir.h"
 
@@ -99,6 +101,49 @@ TEST_F(NvmlReportTest, OldLibraryWithoutMig) {
   const Json& p0 = r["gpus"][0]["mig"]["profiles"][0];
   EXPECT_EQ(p0["code"], NVML_ERROR_FUNCTION_NOT_FOUND) << p0.dump();
   EXPECT_FALSE(r["gpus"][0].contains("memory_limits"));
+}
+
+// The fake against the real driver: the report of the machine we met
+// (fake_nvml/machines/h100-vm-580.yaml: one H100 80GB HBM3 in a VM, driver
+// 580.159.04), made on it by this command and stored with its timings
+// ("us") and error texts stripped, must equal the fake's field for field,
+// codes and values, but for the library path. R580's library has no
+// memory-limit calls: the pre-limits build stands for it. Differences the
+// fake cannot model: none.
+TEST_F(NvmlReportTest, FakeMatchesTheRealH100) {
+  std::unique_ptr<Nvml> nvml =
+      Open(GDP_FAKE_NVML_PRE_LIMITS_LIB, "h100-vm-580");
+  ASSERT_NE(nvml, nullptr);
+  const fs::path fixture = fs::path(GDP_MACHINES_DIR) / ".." / "testdata" /
+                           "real-h100-580-nvml-report.json";
+  std::ifstream in(fixture);
+  ASSERT_TRUE(in.good()) << fixture;
+  const Json parsed = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(parsed.is_discarded()) << fixture << " is not JSON";
+  // Drops what differs by run (timings, error texts) and by install
+  // (library path), recursively.
+  auto comparable = [](Json j) {
+    std::vector<Json*> stack{&j};
+    while (!stack.empty()) {
+      Json* v = stack.back();
+      stack.pop_back();
+      if (v->is_object()) {
+        v->erase("us");
+        v->erase("error");
+      }
+      if (v->is_structured()) {
+        for (Json& child : *v) stack.push_back(&child);
+      }
+    }
+    j.erase("library");
+    return j;
+  };
+  const Json real = comparable(parsed);
+  const Json fake = comparable(NvmlReport(*nvml, ""));
+  EXPECT_TRUE(fake == real)
+      << "the fake's report differs from the real driver's (JSON patch, fake "
+         "-> real): "
+      << Json::diff(fake, real).dump(1);
 }
 
 }  // namespace
