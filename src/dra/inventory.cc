@@ -297,6 +297,13 @@ std::vector<DraDevice> Partitioned(const GpuInfo& g, DraDevice whole,
     }
   }
   if (out.empty()) return {};
+  // By name, as NVIDIA's driver lists a GPU's devices (the scheduler takes
+  // the first that fits, so the order decides which placement a claim for
+  // any MIG device gets): the whole GPU first, smaller profiles before
+  // larger ones.
+  std::sort(out.begin(), out.end(), [](const DraDevice& a, const DraDevice& b) {
+    return a.name < b.name;
+  });
   out.front().shared_counters = std::move(counters);
   return out;
 }

@@ -200,7 +200,8 @@ void ApplyConsumableShares(const ConsumableShares& shares, DraDevice* device);
 // which leave MIG mode without a reset; NVIDIA's attributes and capacity
 // as published whole but for "memory" and the engine counts, the largest
 // profile's) consuming all of it; then every placement of every profile
-// in profile order, "type" "mig", "parentUUID", "profile" and the GPU's
+// (a GPU's devices ordered by name, as NVIDIA's), "type" "mig",
+// "parentUUID", "profile" and the GPU's
 // attributes (no "uuid": the instance is made at prepare), its profile's
 // capacities, consuming them and its memory slices. These devices have no
 // device nodes of their own and mig_gi -1, so that any failure of the GPU

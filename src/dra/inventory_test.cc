@@ -308,12 +308,15 @@ TEST(BuildInventoryTest, DynamicMigAsNvidiasPartitionableDevices) {
   // Per GPU: the whole GPU and 25 placements (7 + 3 + 2 + 1 + 1 + 7 + 4).
   ASSERT_EQ(inv->size(), 52u);
   std::vector<std::string> names = Names(*inv);
-  EXPECT_THAT(std::vector<std::string>(names.begin(), names.begin() + 10),
-              ElementsAre("gpu-4", "gpu-4-mig-1g10gb-19-0",
-                          "gpu-4-mig-1g10gb-19-1", "gpu-4-mig-1g10gb-19-2",
-                          "gpu-4-mig-1g10gb-19-3", "gpu-4-mig-1g10gb-19-4",
-                          "gpu-4-mig-1g10gb-19-5", "gpu-4-mig-1g10gb-19-6",
-                          "gpu-4-mig-2g20gb-14-0", "gpu-4-mig-2g20gb-14-2"));
+  EXPECT_THAT(
+      std::vector<std::string>(names.begin(), names.begin() + 10),
+      ElementsAre("gpu-4", "gpu-4-mig-1g10gb-19-0", "gpu-4-mig-1g10gb-19-1",
+                  "gpu-4-mig-1g10gb-19-2", "gpu-4-mig-1g10gb-19-3",
+                  "gpu-4-mig-1g10gb-19-4", "gpu-4-mig-1g10gb-19-5",
+                  "gpu-4-mig-1g10gb-19-6", "gpu-4-mig-1g10gb-me-20-0",
+                  "gpu-4-mig-1g10gb-me-20-1"));
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.begin() + 26));
+  EXPECT_EQ(names[25], "gpu-4-mig-7g80gb-0-0");
   EXPECT_EQ(names[26], "gpu-5");
   EXPECT_THAT(names, ::testing::Contains("gpu-4-mig-1g10gb-me-20-6"));
   EXPECT_THAT(names, ::testing::Contains("gpu-5-mig-7g80gb-0-0"));
