@@ -5,12 +5,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "nlohmann/json.hpp"
 #include "test_support.h"
 
 namespace gdp::dpctl {
@@ -188,7 +190,7 @@ TEST_F(ClientTest, StatusOfAPlainPluginIsUnimplemented) {
 }
 
 TEST_F(ClientTest, AllocatePrintsEveryContainer) {
-  EXPECT_EQ(RunAllocate(config_, {{"g0"}, {}}, out_, err_), kExitOk);
+  EXPECT_EQ(RunAllocate(config_, {{"g0"}, {}}, 1, out_, err_), kExitOk);
   EXPECT_EQ(
       out_.str(),
       R"({"container_responses":[{"envs":{"FAKE_DEVICES":"g0"},)"
@@ -203,16 +205,32 @@ TEST_F(ClientTest, AllocatePrintsEveryContainer) {
   EXPECT_EQ(plugin_->allocate_requests()[0].container_requests_size(), 2);
 }
 
+// --repeat: the same request N times, the last answer, then the round
+// trips' percentiles.
+TEST_F(ClientTest, AllocateRepeatPrintsRoundTrips) {
+  EXPECT_EQ(RunAllocate(config_, {{"g0"}}, 5, out_, err_), kExitOk);
+  EXPECT_EQ(plugin_->allocate_requests().size(), 5u);
+  std::istringstream lines(out_.str());
+  std::string answer, timing;
+  ASSERT_TRUE(std::getline(lines, answer));
+  ASSERT_TRUE(std::getline(lines, timing));
+  EXPECT_NE(answer.find("container_responses"), std::string::npos);
+  nlohmann::json t = nlohmann::json::parse(timing);
+  EXPECT_EQ(t["calls"], 5);
+  EXPECT_LE(t["p50_us"].get<int64_t>(), t["p99_us"].get<int64_t>());
+  EXPECT_LE(t["p99_us"].get<int64_t>(), t["max_us"].get<int64_t>());
+}
+
 TEST_F(ClientTest, RpcErrorsExitTwo) {
   plugin_->SetAllocateError(
       grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "unknown device bad"));
-  EXPECT_EQ(RunAllocate(config_, {{"bad"}}, out_, err_), kExitRpcError);
+  EXPECT_EQ(RunAllocate(config_, {{"bad"}}, 1, out_, err_), kExitRpcError);
   EXPECT_EQ(out_.str(), R"({"error":{"code":"INVALID_ARGUMENT",)"
                         R"("message":"unknown device bad"}})"
                         "\n");
   config_.format = OutputFormat::kText;
   std::ostringstream out;
-  EXPECT_EQ(RunAllocate(config_, {{"bad"}}, out, err_), kExitRpcError);
+  EXPECT_EQ(RunAllocate(config_, {{"bad"}}, 1, out, err_), kExitRpcError);
   EXPECT_EQ(out.str(), "");
   EXPECT_EQ(err_.str(), "error: INVALID_ARGUMENT: unknown device bad\n");
 }
@@ -262,7 +280,7 @@ TEST_F(ClientTest, UnreachableSocketExitsThree) {
   config_.socket = stale;
   config_.format = OutputFormat::kText;
   const absl::Time start = absl::Now();
-  EXPECT_EQ(RunAllocate(config_, {{"g0"}}, out_, err_), kExitConnectError);
+  EXPECT_EQ(RunAllocate(config_, {{"g0"}}, 1, out_, err_), kExitConnectError);
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
   EXPECT_EQ(err_.str(),
             "error: UNAVAILABLE: cannot connect to unix:" + stale + "\n");

@@ -358,6 +358,10 @@ TEST_F(FlagsTest, FlagBeatsEnvBeatsFileBeatsDefault) {
        "--device-api=device-plugin",
        [](const Config& c) { return std::string(NameOf(c.device_api)); },
        "device-plugin", "dra", "dra", "device-plugin"},
+      {"--nvidia-cdi-hook-path", "plugin: {nvidiaCTKPath: /file}",
+       "NVIDIA_CDI_HOOK_PATH", "/env", "--nvidia-ctk-path=/flag",
+       [](const Config& c) { return c.nvidia_cdi_hook_path; }, "", "/file",
+       "/env", "/flag"},
   };
   // Every setting the file can give is covered.
   ASSERT_EQ(static_cast<std::ptrdiff_t>(std::size(cases)),
