@@ -658,8 +658,8 @@ std::vector<Setting> MakeSettings() {
                                      FormatFeatureGates),
        .restart = kDraSettings,
        .help = "NVIDIA's DRA driver feature gates, Name=true,Name2=false: "
-               "ConsumableShares; NVIDIA's other gates are accepted at their "
-               "defaults",
+               "ConsumableShares, DynamicMIG; NVIDIA's other gates are "
+               "accepted at their defaults",
        .doc = "NVIDIA's DRA driver gates, `Name=true,Name2=false`: "
               "`ConsumableShares`; NVIDIA's other gates at their defaults "
               "([dra.md](dra.md#feature-gates)); none: NVIDIA's defaults"},
