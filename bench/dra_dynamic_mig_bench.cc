@@ -139,6 +139,9 @@ int Run(int claims, const std::string& dir, const std::string& cdi_dir,
       }
     }
   }
+  std::ofstream(dir + "/proc/devices")
+      << "Character devices:\n  1 mem\n121 nvidia-caps\n195 nvidia\n\n"
+         "Block devices:\n  8 sd\n";
   absl::StatusOr<std::unique_ptr<Nvml>> nvml = Nvml::Open(dir + "/root");
   if (!nvml.ok()) return Fail(std::string(nvml.status().message()));
   absl::StatusOr<nvmlDevice_t> gpu = (*nvml)->DeviceByIndex(0);

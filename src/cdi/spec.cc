@@ -127,7 +127,7 @@ absl::StatusOr<json> BuildDeviceSpec(
       return absl::InvalidArgumentError(
           absl::StrCat("device '", d.name, "' is named twice"));
     }
-    if (d.device_nodes.empty()) {
+    if (d.device_nodes.empty() && d.char_nodes.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("device '", d.name, "' has no device nodes"));
     }
@@ -138,6 +138,17 @@ absl::StatusOr<json> BuildDeviceSpec(
             "device '", d.name, "' has the relative node path '", path, "'"));
       }
       nodes.push_back(DeviceNode(path, options.dev_root));
+    }
+    for (const CdiDevice::CharNode& n : d.char_nodes) {
+      if (n.path.empty() || n.path.front() != '/') {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "device '", d.name, "' has the relative node path '", n.path, "'"));
+      }
+      json node = DeviceNode(n.path, options.dev_root);
+      node["type"] = "c";
+      node["major"] = n.major;
+      node["minor"] = n.minor;
+      nodes.push_back(std::move(node));
     }
     json edits = {{"deviceNodes", std::move(nodes)}};
     if (!d.env.empty()) edits["env"] = d.env;

@@ -122,6 +122,17 @@ struct CdiDevice {
     int timeout_seconds = 0;        // > 0; 0: none (the runtime's default)
   };
   std::vector<Hook> hooks;
+  // Character device nodes given by number too (CDI's "type": "c",
+  // "major", "minor", written after device_nodes), for nodes the host may
+  // lack, such as the capability nodes of a MIG instance made at run time
+  // (no nvidia-modprobe made them): the runtime makes them in the
+  // container without looking at the host.
+  struct CharNode {
+    std::string path;  // container path, absolute
+    unsigned major = 0;
+    unsigned minor = 0;
+  };
+  std::vector<CharNode> char_nodes = {};
 };
 
 // The spec of kind options.kind with `devices`, and the shared edits as

@@ -120,12 +120,27 @@ absl::Status CheckEnv(const json& j, const std::string& where) {
 }
 
 absl::Status CheckDeviceNode(const json& j, const std::string& where) {
-  if (absl::Status s = CheckObject(j, where, {"path", "hostPath"}); !s.ok()) {
+  if (absl::Status s =
+          CheckObject(j, where, {"path", "hostPath", "type", "major", "minor"});
+      !s.ok()) {
     return s;
   }
   const json* path = Field(j, "path");
   if (path == nullptr) return Invalid(where + ".path", "is missing");
   if (absl::Status s = CheckAbsolute(*path, where + ".path"); !s.ok()) return s;
+  if (const json* t = Field(j, "type")) {
+    if (!t->is_string() || (*t != "c" && *t != "b" && *t != "p")) {
+      return Invalid(where + ".type", "must be \"c\", \"b\" or \"p\"");
+    }
+  }
+  for (const char* number : {"major", "minor"}) {
+    if (const json* n = Field(j, number)) {
+      if (!n->is_number_integer() || n->get<int64_t>() < 0) {
+        return Invalid(absl::StrCat(where, ".", number),
+                       "must be a whole number, at least 0");
+      }
+    }
+  }
   if (const json* f = Field(j, "hostPath")) {
     return CheckAbsolute(*f, where + ".hostPath");
   }

@@ -180,6 +180,7 @@ absl::StatusOr<std::vector<cdi::CdiDevice>> ClaimCdiDevices(
     cdi::CdiDevice c;
     c.name = ClaimCdiDeviceName(claim_uid, d.name, d.share_id);
     c.device_nodes = d.device.device_nodes;
+    c.char_nodes = d.char_nodes;
     if (d.sharing.strategy == Sharing::Strategy::kMps) {
       c.env = mps_env;
       c.mounts = mps_mounts;

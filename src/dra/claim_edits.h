@@ -62,6 +62,9 @@ struct ClaimDevice {
   uint64_t memory_limit = 0;
   uint64_t shares = 0;
   uint64_t share_count = 0;
+  // Nodes given by number as well (a MIG instance made at prepare: its
+  // capability nodes, which the host may lack), after device.device_nodes.
+  std::vector<cdi::CdiDevice::CharNode> char_nodes = {};
 };
 
 // How shares' memory limits are applied: the hook (nullopt: no hook is
@@ -71,7 +74,8 @@ struct ShareLimits {
 };
 
 // The CDI devices of a claim's spec, one per device: named
-// ClaimCdiDeviceName(uid, name), with the device's nodes. MPS sharing adds
+// ClaimCdiDeviceName(uid, name), with the device's nodes (and its
+// char_nodes, by number). MPS sharing adds
 // CUDA_MPS_PIPE_DIRECTORY=/mps/<driver>/pipe with the mounts
 // <mps_root>/<driver>/pipe -> /mps/<driver>/pipe and <mps_root>/shm ->
 // /dev/shm (the host's MPS control daemon, as the device plugin's MPS),

@@ -64,6 +64,13 @@ absl::Status MakeMig(MigMaker& maker, MigRecord& record,
                      const std::function<void(MigStep)>& on_step) {
   const MigPlacement& p = record.placement;
   absl::StatusOr<std::vector<MigGpuInstance>> list = maker.List(p.gpu_uuid);
+  if (absl::IsUnimplemented(list.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "GPU ", p.gpu_uuid, " is not in MIG mode (", list.status().message(),
+        "); this driver makes MIG instances on GPUs in MIG mode and never "
+        "changes the mode: enable it (nvidia-smi -i <GPU> -mig 1) while the "
+        "GPU is idle"));
+  }
   if (!list.ok()) {
     return Prefixed(
         list.status(),

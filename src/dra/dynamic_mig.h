@@ -112,9 +112,10 @@ const char* MigStepName(MigStep step);
 // instance, then reads the MIG device's UUID), filling its IDs and UUID.
 // First lists the GPU's instances: a GPU instance overlapping the
 // placement fails it with FailedPrecondition naming that instance (made by
-// someone else: nothing is destroyed). `on_step` (may be empty) runs after
-// each instance is made. On failure what this call made is destroyed again
-// (best effort) and the record is as it came.
+// someone else: nothing is destroyed), and so does a GPU not in MIG mode
+// (the list is Unimplemented), saying so (MIG mode is never changed here).
+// `on_step` (may be empty) runs after each instance is made. On failure what
+// this call made is destroyed again (best effort) and the record is as it came.
 absl::Status MakeMig(MigMaker& maker, MigRecord& record,
                      const std::function<void(MigStep)>& on_step);
 

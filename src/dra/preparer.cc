@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "cdi/write_spec.h"
+#include "device/proc_devices.h"
 #include "dra/claim_edits.h"
 #include "util/logging.h"
 #include "util/quote.h"
@@ -311,11 +312,17 @@ bool Preparer::ReconcileMigLocked() {
   return changed;
 }
 
-absl::StatusOr<std::vector<std::string>> Preparer::MigNodesLocked(
-    const MigRecord& r) {
+absl::StatusOr<std::vector<cdi::CdiDevice::CharNode>>
+Preparer::MigCapNodesLocked(const MigRecord& r) {
   if (!r.gi_id.has_value() || !r.ci_id.has_value()) {
     return absl::FailedPreconditionError(
         absl::StrCat(Describe(r.placement), " is not made yet"));
+  }
+  if (!caps_major_.has_value()) {
+    absl::StatusOr<unsigned> major =
+        ReadCharDeviceMajor(options_.proc_root, "nvidia-caps");
+    if (!major.ok()) return major.status();
+    caps_major_ = *major;
   }
   const unsigned minor = r.placement.gpu_minor;
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -328,9 +335,9 @@ absl::StatusOr<std::vector<std::string>> Preparer::MigNodesLocked(
     absl::StatusOr<unsigned> ci =
         caps_->ComputeInstanceMinor(minor, *r.gi_id, *r.ci_id);
     if (gi.ok() && ci.ok()) {
-      return std::vector<std::string>{absl::StrCat("/dev/nvidia", minor),
-                                      MigCaps::DevicePath(*gi),
-                                      MigCaps::DevicePath(*ci)};
+      return std::vector<cdi::CdiDevice::CharNode>{
+          {MigCaps::DevicePath(*gi), *caps_major_, *gi},
+          {MigCaps::DevicePath(*ci), *caps_major_, *ci}};
     }
     if (attempt == 1) return gi.ok() ? ci.status() : gi.status();
   }
@@ -394,16 +401,20 @@ absl::Status Preparer::WriteSpec(const PreparedClaim& claim) {
           absl::StrCat("device ", p.device, " is no longer on this node"));
     }
     Device made;
+    std::vector<cdi::CdiDevice::CharNode> caps;
     if (p.mig.has_value()) {
-      absl::StatusOr<std::vector<std::string>> nodes = MigNodesLocked(*p.mig);
+      absl::StatusOr<std::vector<cdi::CdiDevice::CharNode>> nodes =
+          MigCapNodesLocked(*p.mig);
       if (!nodes.ok()) {
         return absl::Status(
             nodes.status().code(),
             absl::StrCat("the capability nodes of MIG device ", p.device, " (",
                          Made(*p.mig), "): ", nodes.status().message()));
       }
+      caps = *std::move(nodes);
       made = *d;
-      made.device_nodes = *std::move(nodes);
+      made.device_nodes = {
+          absl::StrCat("/dev/nvidia", p.mig->placement.gpu_minor)};
       made.visible_id = p.mig->uuid;
       made.mig_gi = static_cast<int>(*p.mig->gi_id);
       made.mig_ci = static_cast<int>(*p.mig->ci_id);
@@ -414,7 +425,7 @@ absl::Status Preparer::WriteSpec(const PreparedClaim& claim) {
         {p.device, *d,
          sharing == claim.sharing.end() ? Sharing{} : sharing->second,
          p.share_id, p.memory_limit, p.shares,
-         p.share_id.empty() ? 0 : base_->share_count});
+         p.share_id.empty() ? 0 : base_->share_count, std::move(caps)});
   }
   absl::StatusOr<std::vector<cdi::CdiDevice>> cdi_devices =
       ClaimCdiDevices(claim.ref.uid, devices, options_.driver_name,

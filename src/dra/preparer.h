@@ -66,7 +66,8 @@ struct PreparerOptions {
   std::string checkpoint_path;
   std::string boot_id;  // this boot's; recorded with the checkpoint
   // Where /proc is: a made MIG device's capability minors are read from
-  // <proc_root>/driver/nvidia-caps/mig-minors.
+  // <proc_root>/driver/nvidia-caps/mig-minors, their major from
+  // <proc_root>/devices.
   std::string proc_root = "/proc";
   // Tests only: runs at each step of making or destroying a claim's MIG
   // instances (dynamic_mig.h), on the thread doing it, e.g. to kill the
@@ -187,10 +188,11 @@ class Preparer {
       ABSL_LOCKS_EXCLUDED(mu_);
   // The dynamic MIG part of Start; true when the checkpoint changed.
   bool ReconcileMigLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The device nodes of a made MIG device: its GPU's and its GPU and
-  // compute instances' capability nodes (mig-minors read again when it
-  // lacks them).
-  absl::StatusOr<std::vector<std::string>> MigNodesLocked(
+  // The capability nodes of a made MIG device, its GPU instance's and its
+  // compute instance's, by number (nvidia-caps' major from
+  // <proc_root>/devices, minors from mig-minors, read again when it lacks
+  // them): the host may have no such node, which only nvidia-modprobe makes.
+  absl::StatusOr<std::vector<cdi::CdiDevice::CharNode>> MigCapNodesLocked(
       const MigRecord& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Step(MigStep step) const;
   // Builds and writes the spec of `claim` from the current sources.
@@ -217,6 +219,7 @@ class Preparer {
   std::shared_ptr<const ClaimSpecBase> base_ ABSL_GUARDED_BY(mu_);
   Checkpoint checkpoint_ ABSL_GUARDED_BY(mu_);
   std::optional<MigCaps> caps_ ABSL_GUARDED_BY(mu_);
+  std::optional<unsigned> caps_major_ ABSL_GUARDED_BY(mu_);
   // Claims being read for a Prepare, by UID: how many reads, and whether
   // an Unprepare came meanwhile.
   struct Reading {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "cdi/validate.h"
 #include "device/mig_caps.h"
 #include "dra/checkpoint.h"
 #include "dra/dynamic_mig.h"
@@ -76,6 +77,9 @@ class PreparerMigTest : public PreparerTest {
     }
     fs::create_directories(dir_ / "proc/driver/nvidia-caps");
     std::ofstream(dir_ / "proc/driver/nvidia-caps/mig-minors") << minors;
+    std::ofstream(dir_ / "proc/devices")
+        << "Character devices:\n  1 mem\n121 nvidia-caps\n195 nvidia\n\n"
+           "Block devices:\n  8 sd\n";
   }
 
   void Add(const MigPlacement& p, std::vector<Device>* devices) {
@@ -137,13 +141,16 @@ TEST_F(PreparerMigTest, PrepareMakesTheInstanceAndUnprepareDestroysIt) {
   // instance 0's capabilities.
   nlohmann::json spec =
       nlohmann::json::parse(ReadFileOrEmpty(SpecPath("u-one")));
-  std::vector<std::string> nodes;
-  for (const auto& n : spec["devices"][0]["containerEdits"]["deviceNodes"]) {
-    nodes.push_back(n["path"]);
-  }
-  EXPECT_THAT(nodes,
-              ElementsAre("/dev/nvidia0", "/dev/nvidia-caps/nvidia-cap101",
-                          "/dev/nvidia-caps/nvidia-cap210"));
+  // The capability nodes by number (nvidia-caps' major from /proc/devices):
+  // the host has no such node for an instance made at run time.
+  EXPECT_EQ(spec["devices"][0]["containerEdits"]["deviceNodes"],
+            nlohmann::json::parse(R"([
+              {"path": "/dev/nvidia0"},
+              {"path": "/dev/nvidia-caps/nvidia-cap101", "type": "c",
+               "major": 121, "minor": 101},
+              {"path": "/dev/nvidia-caps/nvidia-cap210", "type": "c",
+               "major": 121, "minor": 210}])"));
+  EXPECT_TRUE(cdi::ValidateSpec(spec).ok()) << cdi::ValidateSpec(spec);
   Checkpoint c = Saved();
   ASSERT_TRUE(c.claims.contains("u-one"));
   EXPECT_EQ(c.claims["u-one"].state, ClaimState::kPrepared);
@@ -237,6 +244,21 @@ TEST_F(PreparerMigTest, AnInstanceInUseKeepsTheClaimUnpreparingUntilFree) {
   maker_.busy.clear();
   EXPECT_EQ(p->Unprepare({{"ns", "one", "u-one"}})["u-one"], "");
   EXPECT_THAT(maker_.On(kGpu), IsEmpty());
+  EXPECT_THAT(Saved().claims, IsEmpty());
+}
+
+TEST_F(PreparerMigTest, AGpuNotInMigModeFailsTheClaimSayingSo) {
+  auto p = MakeMigPreparer();
+  ASSERT_TRUE(p->Start().ok());
+  maker_.fail["List"] =
+      absl::UnimplementedError("NVML nvmlDeviceGetGpuInstances: Not Supported");
+  Claim("one", {Placement(19, 0)});
+  EXPECT_THAT(Prepare(*p, "one"),
+              HasSubstr("making MIG device gpu-0-mig-1g10gb-19-0: GPU GPU-0 "
+                        "is not in MIG mode (NVML nvmlDeviceGetGpuInstances: "
+                        "Not Supported); this driver makes MIG instances on "
+                        "GPUs in MIG mode and never changes the mode"));
+  EXPECT_EQ(maker_.calls["CreateGpuInstance"], 0);
   EXPECT_THAT(Saved().claims, IsEmpty());
 }
 

@@ -95,6 +95,9 @@ class DynamicMigTest : public ::testing::Test {
     }
     fs::create_directories(dir_ / "proc/driver/nvidia-caps");
     std::ofstream(dir_ / "proc/driver/nvidia-caps/mig-minors") << minors;
+    std::ofstream(dir_ / "proc/devices")
+        << "Character devices:\n  1 mem\n121 nvidia-caps\n195 nvidia\n\n"
+           "Block devices:\n  8 sd\n";
     // GPU 0 starts with no instance (the machine file has seven 1g.10gb).
     Tool({"--dci"});
     Tool({"--dgi"});
