@@ -502,6 +502,11 @@ absl::Status Preparer::DestroyAndForget(const std::string& uid,
                                         const PreparedClaim& claim) {
   for (const PreparedDevice& d : claim.devices) {
     if (!d.mig.has_value()) continue;
+    if (mig_ == nullptr) {
+      return absl::FailedPreconditionError(
+          "its MIG instances cannot be destroyed: this plugin makes and "
+          "destroys no MIG instances (no NVML)");
+    }
     std::function<void(MigStep)> step = [this](MigStep s) { Step(s); };
     if (absl::Status s = DestroyMig(*mig_, *d.mig, step); !s.ok()) return s;
   }

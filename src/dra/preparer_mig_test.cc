@@ -271,6 +271,27 @@ TEST_F(PreparerMigTest, WithoutAMigMakerADynamicDeviceFailsItsClaim) {
                         "and this plugin makes no MIG instances"));
 }
 
+TEST_F(PreparerMigTest, WithoutAMigMakerRecordedInstancesAreKept) {
+  // A checkpoint with MIG instances read by a plugin without NVML: nothing
+  // is destroyed or forgotten; unpreparing says why it cannot.
+  Checkpoint c;
+  c.boot_id = "boot-1";
+  PreparedClaim cut;
+  cut.ref = {"ns", "cut", "u-cut"};
+  cut.state = ClaimState::kPreparing;
+  PreparedDevice d{{"gpu"}, "node-1", Name(Placement(19, 1)), {"x"}};
+  d.mig.emplace();
+  d.mig->placement = Placement(19, 1);
+  cut.devices = {d};
+  c.claims["u-cut"] = cut;
+  ASSERT_TRUE(WriteCheckpoint((dir_ / "cp.json").string(), c).ok());
+  auto p = Make();
+  ASSERT_TRUE(p->Start().ok());
+  EXPECT_THAT(p->Unprepare({{"ns", "cut", "u-cut"}})["u-cut"],
+              HasSubstr("this plugin makes and destroys no MIG instances"));
+  EXPECT_TRUE(Saved().claims.contains("u-cut"));
+}
+
 // A claim of `placements` in `state`, made as `made` says (GPU instance and
 // compute instance IDs, or none).
 PreparedClaim Recorded(const std::string& name, ClaimState state,
