@@ -58,7 +58,9 @@ class DraDynamicMigDaemonTest : public DraTest {
   }
 
   void Start() {
-    StartDraPlugin({"--feature-gates", "DynamicMIG=true"}, kMachine);
+    StartDraPlugin(
+        {"--feature-gates", "DynamicMIG=true", "--rediscover-interval=200ms"},
+        kMachine);
     Registered();
     // 8 GPUs, each the whole GPU and 25 profile placements.
     ASSERT_TRUE(WaitForDevices(8 * 26)) << plugin_->Stderr();
@@ -118,6 +120,12 @@ TEST_F(DraDynamicMigDaemonTest, PrepareMakesUnprepareDestroysRestartAdopts) {
     EXPECT_THAT(nodes[i]["path"].get<std::string>(),
                 HasSubstr("/dev/nvidia-caps/nvidia-cap"));
   }
+
+  // Rediscovery (every 200 ms here) finds the instance made (a layout
+  // change to it): the published devices stay those of the partitionable
+  // GPUs, the claim prepared.
+  absl::SleepFor(absl::Milliseconds(600));
+  EXPECT_EQ(SliceDevices().size(), 8u * 26);
 
   // A claim of the placement of the instance someone else made (the
   // scheduler does not see it) fails, naming it, and destroys nothing.
