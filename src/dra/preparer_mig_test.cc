@@ -9,6 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cdi/validate.h"
@@ -190,6 +192,48 @@ TEST_F(PreparerMigTest, MixesOfProfilesUntilTheGpuIsFull) {
   EXPECT_EQ(Prepare(*p, "c"), "");
   EXPECT_THAT(maker_.On(kGpu), ElementsAre(MigGpuInstance{1, 9, 0, 4, {0}},
                                            MigGpuInstance{2, 19, 5, 1, {0}}));
+}
+
+TEST_F(PreparerMigTest, PreparesAtOnceOnOneGpu) {
+  // Seven 1g.10gb claims from seven threads all made; then two claims of
+  // overlapping placements at once: exactly one is prepared, the other
+  // refused before anything is made.
+  auto p = MakeMigPreparer();
+  ASSERT_TRUE(p->Start().ok());
+  for (unsigned s = 0; s < 7; ++s) {
+    Claim(absl::StrCat("one-", s), {Placement(19, s)});
+  }
+  std::vector<std::string> errors(7);
+  {
+    std::vector<std::thread> threads;
+    for (unsigned s = 0; s < 7; ++s) {
+      threads.emplace_back(
+          [&, s] { errors[s] = Prepare(*p, absl::StrCat("one-", s)); });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  EXPECT_THAT(errors, ::testing::Each(""));
+  EXPECT_EQ(maker_.On(kGpu).size(), 7u);
+  EXPECT_EQ(p->prepared(), 7u);
+  for (unsigned s = 0; s < 7; ++s) {
+    const std::string uid = absl::StrCat("u-one-", s);
+    EXPECT_EQ(p->Unprepare({{"ns", absl::StrCat("one-", s), uid}})[uid], "");
+  }
+  EXPECT_THAT(maker_.On(kGpu), IsEmpty());
+
+  Claim("left", {Placement(9, 0)});
+  Claim("right", {Placement(14, 2)});
+  std::string left, right;
+  {
+    std::thread a([&] { left = Prepare(*p, "left"); });
+    std::thread b([&] { right = Prepare(*p, "right"); });
+    a.join();
+    b.join();
+  }
+  EXPECT_NE(left.empty(), right.empty()) << left << " | " << right;
+  EXPECT_THAT(left + right, HasSubstr("overlaps MIG device"));
+  EXPECT_EQ(maker_.On(kGpu).size(), 1u);
+  EXPECT_EQ(maker_.calls["CreateGpuInstance"], 8);
 }
 
 TEST_F(PreparerMigTest, AnOccupiedPlacementFailsTheClaimAndDestroysNothing) {
