@@ -10,10 +10,17 @@ them, and may not open any other GPU's or MIG instance's node: as the
 static MIG tests check.
 
 GPU 0 of h100-mig starts full (3g.40gb at memory slices 4-7 as GPU
-instance 2, 2g.20gb at 0-1, two 1g.10gb at 2 and 3). The 3g.40gb is
-destroyed and a 1g.10gb made at memory slice 4 (GPU instance 11, compute
-instance 0) with `fake-nvml mig`, as `nvidia-smi mig -dci/-dgi/-cgi -C`
-would on a node, before the daemon starts.
+instance 2, 2g.20gb at 0-1, two 1g.10gb at 2 and 3). Two ways to a 1g.10gb
+at memory slice 4 (GPU instance 11, compute instance 0):
+  - made by hand: the 3g.40gb destroyed and the 1g.10gb made with
+    `fake-nvml mig`, as `nvidia-smi mig -dci/-dgi/-cgi -C` would on a node,
+    before the daemon starts; the daemon serves it as any MIG device;
+  - made at prepare (--feature-gates=DynamicMIG=true, the 1.36 emulator):
+    GPU 0 emptied first, the daemon publishes its profile placements, the
+    claim is allocated to the 1g.10gb placement at slice 4, and the prepare
+    makes the GPU and compute instance; unpreparing destroys them. Its
+    capability nodes are not made on the host beforehand: no nvidia-modprobe
+    runs for an instance made at prepare.
 """
 
 import os
@@ -72,8 +79,8 @@ class DynamicMigTest(fixture.RuntimeTest):
       os.chmod(path, 0o666)
 
   def start(self, api, root, *flags):
-    """The DRA kubelet emulator and the daemon (--device-api=dra) on the
-    shared MIG state; the kubelet once the driver registered."""
+    """The DRA kubelet emulator and the daemon (--device-api=dra, `flags`)
+    on the shared MIG state; the kubelet once the driver registered."""
     kubelet = fixture.Process(
         [fixture.DPCTL, "dra-kubelet", "--registry-dir", self.path("reg"),
          "--json", "--no-health"], self.path("dra-kubelet.err"), stdin=True)
@@ -97,7 +104,7 @@ class DynamicMigTest(fixture.RuntimeTest):
 
   def prepared(self, api, kubelet, name, device):
     """Claim ns/<name> allocated to `device` of this node as the scheduler
-    would, prepared; its CDI device names."""
+    would, prepared; (its UID, its CDI device names)."""
     claim = api.client.create("resourceclaims",
                               emulator_fixture.claim(name, "ns"),
                               namespace="ns")
@@ -117,7 +124,8 @@ class DynamicMigTest(fixture.RuntimeTest):
                                                         self.logs()))
     names = [n for d in answer.get("devices", []) for n in d["cdi_ids"]]
     self.assertEqual(len(names), 1, prepared)
-    return names
+    self.assertTrue(names[0].startswith("k8s.gpu.nvidia.com/claim="), names)
+    return uid, names
 
   def check_container(self, what, names, gi, ci):
     """A container given CDI devices `names` sees GPU 0's node and the
@@ -168,8 +176,37 @@ class DynamicMigTest(fixture.RuntimeTest):
     self.make_cap_nodes(root, MADE_GI, MADE_CI)
     with emulator_fixture.Emulator(directory=self.path("api")) as api:
       kubelet = self.start(api, root)
-      names = self.prepared(api, kubelet, "mig-claim", MADE_DEVICE)
-      self.assertTrue(names[0].startswith("k8s.gpu.nvidia.com/claim="),
-                      names)
-      self.check_container("dynamic-mig", names, MADE_GI, MADE_CI)
+      _, names = self.prepared(api, kubelet, "mig-claim", MADE_DEVICE)
+      self.check_container("mig-by-hand", names, MADE_GI, MADE_CI)
       self.assertEqual(api.violations(), [])
+
+  def test_container_on_a_mig_device_made_at_prepare(self):
+    root = self.make_root(MACHINE, driver=True)
+    self.mig("--dci")
+    self.mig("--dgi")
+    self.assertEqual(self.mig("--lgi"), "")
+    with emulator_fixture.Emulator("--kube-version", "1.36",
+                                   directory=self.path("api")) as api:
+      kubelet = self.start(api, root, "--feature-gates=DynamicMIG=true")
+      uid, names = self.prepared(api, kubelet, "mig-claim", MADE_DEVICE)
+      # The prepare made the GPU instance at the placement and its whole
+      # compute instance.
+      self.assertEqual(self.mig("--lgi"),
+                       "gpu 0 gi %d profile 1g.10gb id 19 placement 4:1\n" %
+                       MADE_GI, self.logs())
+      self.assertTrue(self.mig("--lci").startswith(
+          "gpu 0 gi %d ci %d profile 1g.10gb " % (MADE_GI, MADE_CI)),
+                      self.logs())
+      self.check_container("mig-at-prepare", names, MADE_GI, MADE_CI)
+      kubelet.write_line("unprepare %s ns/mig-claim/%s" % (
+          emulator_fixture.DRIVER, uid))
+      un = kubelet.next_json(
+          lambda e: e.get("event") in ("unprepare", "unprepare_failed"))
+      self.assertEqual(
+          (un or {}).get("claims", {}).get(uid, {}).get("error"), "",
+          "%s%s" % (un, self.logs()))
+      self.assertEqual(self.mig("--lgi"), "", self.logs())
+      self.assertFalse(os.path.exists(self.path(
+          "cdi", "k8s.gpu.nvidia.com-claim_%s.json" % uid)))
+      self.assertEqual(api.violations(), [])
+
