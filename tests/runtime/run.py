@@ -65,7 +65,8 @@ def main():
     loader.testNamePatterns = ["*%s*" % p for p in opts.patterns]
   suite = unittest.TestSuite()
   for module in ("image_test", "workload_test", "memory_limit_test",
-                 "dra_shares_test", "nvidia_hooks_test", "dynamic_mig_test"):
+                 "dra_shares_test", "nvidia_hooks_test", "dynamic_mig_test",
+                 "gpu_check_test"):
     suite.addTests(loader.loadTestsFromName(module))
   ok = False
   try:
