@@ -12,6 +12,13 @@ void Step(const std::function<void(MigStep)>& on_step, MigStep step) {
   if (on_step) on_step(step);
 }
 
+// Whether a make call was given up rather than answered (NvmlRunner: a
+// hung call past its deadline, or a cancel at shutdown): NVML may still
+// make the instance.
+bool GivenUp(const absl::Status& s) {
+  return absl::IsDeadlineExceeded(s) || absl::IsCancelled(s);
+}
+
 absl::Status Prefixed(const absl::Status& s, absl::string_view what) {
   return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
 }
@@ -61,8 +68,12 @@ const char* MigStepName(MigStep step) {
 }
 
 absl::Status MakeMig(MigMaker& maker, MigRecord& record,
-                     const std::function<void(MigStep)>& on_step) {
+                     const std::function<void(MigStep)>& on_step,
+                     bool* may_remain) {
   const MigPlacement& p = record.placement;
+  auto remains = [may_remain] {
+    if (may_remain != nullptr) *may_remain = true;
+  };
   absl::StatusOr<std::vector<MigGpuInstance>> list = maker.List(p.gpu_uuid);
   if (absl::IsUnimplemented(list.status())) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -92,12 +103,16 @@ absl::Status MakeMig(MigMaker& maker, MigRecord& record,
   }
   absl::StatusOr<unsigned> gi = maker.CreateGpuInstance(p);
   if (!gi.ok()) {
+    if (GivenUp(gi.status())) remains();
     return Prefixed(gi.status(),
                     absl::StrCat("creating the GPU instance of ", Describe(p)));
   }
   Step(on_step, MigStep::kGpuInstanceMade);
   auto undo_gi = [&](const absl::Status& why) {
-    (void)maker.DestroyGpuInstance(p.gpu_uuid, *gi);
+    if (absl::Status s = maker.DestroyGpuInstance(p.gpu_uuid, *gi);
+        !s.ok() && !absl::IsNotFound(s)) {
+      remains();
+    }
     return why;
   };
   absl::StatusOr<unsigned> ci = maker.CreateComputeInstance(p, *gi);
@@ -109,7 +124,10 @@ absl::Status MakeMig(MigMaker& maker, MigRecord& record,
   Step(on_step, MigStep::kComputeInstanceMade);
   absl::StatusOr<std::string> uuid = maker.MigUuid(p.gpu_uuid, *gi, *ci);
   if (!uuid.ok()) {
-    (void)maker.DestroyComputeInstance(p.gpu_uuid, *gi, *ci);
+    if (absl::Status s = maker.DestroyComputeInstance(p.gpu_uuid, *gi, *ci);
+        !s.ok() && !absl::IsNotFound(s)) {
+      remains();
+    }
     return undo_gi(Prefixed(
         uuid.status(),
         absl::StrCat("reading the MIG device of ", Describe(p),

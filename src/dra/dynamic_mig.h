@@ -115,9 +115,16 @@ const char* MigStepName(MigStep step);
 // someone else: nothing is destroyed), and so does a GPU not in MIG mode
 // (the list is Unimplemented), saying so (MIG mode is never changed here).
 // `on_step` (may be empty) runs after each instance is made. On failure what
-// this call made is destroyed again (best effort) and the record is as it came.
+// this call made is destroyed again (best effort) and the record is as it
+// came; `*may_remain` (may be null) is then set true when an instance of
+// the placement may be left on the GPU: its creation was given up
+// (DeadlineExceeded or Cancelled: NVML may still make it) or destroying
+// what was made failed. The caller must then keep the intent and destroy
+// by placement (DestroyMig), or an instance of its own would be left that
+// no record names.
 absl::Status MakeMig(MigMaker& maker, MigRecord& record,
-                     const std::function<void(MigStep)>& on_step);
+                     const std::function<void(MigStep)>& on_step,
+                     bool* may_remain = nullptr);
 
 // Destroys what `record` names: the GPU instance at its placement (of its
 // profile) and every compute instance in it, looked up by placement, not by

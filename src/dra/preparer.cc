@@ -528,10 +528,16 @@ absl::Status Preparer::DestroyAndForget(const std::string& uid,
 std::string Preparer::MakeAndRecord(PreparedClaim& claim) {
   const std::string uid = claim.ref.uid;
   std::function<void(MigStep)> step = [this](MigStep s) { Step(s); };
+  // The device whose make may have left an instance no ID names (MakeMig's
+  // may_remain): destroyed by placement with those made.
+  const PreparedDevice* uncertain = nullptr;
   // Undoes what was made and forgets the claim; `why` is the error.
   auto undo = [&](std::string why) {
     for (const PreparedDevice& d : claim.devices) {
-      if (!d.mig.has_value() || !d.mig->gi_id.has_value()) continue;
+      if (!d.mig.has_value() ||
+          (!d.mig->gi_id.has_value() && &d != uncertain)) {
+        continue;
+      }
       if (absl::Status s = DestroyMig(*mig_, *d.mig, nullptr); !s.ok()) {
         LOG_ERROR(
             "{}: cannot destroy MIG instance {} it made: {}; the claim stays "
@@ -552,7 +558,9 @@ std::string Preparer::MakeAndRecord(PreparedClaim& claim) {
   };
   for (PreparedDevice& d : claim.devices) {
     if (!d.mig.has_value() || d.mig->gi_id.has_value()) continue;
-    if (absl::Status s = MakeMig(*mig_, *d.mig, step); !s.ok()) {
+    bool may_remain = false;
+    if (absl::Status s = MakeMig(*mig_, *d.mig, step, &may_remain); !s.ok()) {
+      if (may_remain) uncertain = &d;
       return undo(
           absl::StrCat("making MIG device ", d.device, ": ", s.message()));
     }

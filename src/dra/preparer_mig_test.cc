@@ -91,7 +91,8 @@ class PreparerMigTest : public PreparerTest {
     base_->dynamic_mig[Name(p)] = p;
   }
 
-  std::unique_ptr<Preparer> MakeMigPreparer() {
+  // A preparer making instances through `maker` (maker_ when null).
+  std::unique_ptr<Preparer> MakeMigPreparer(MigMaker* maker = nullptr) {
     auto p = std::make_unique<Preparer>(
         PreparerOptions{.driver_name = "gpu.nvidia.com",
                         .pool = "node-1",
@@ -100,7 +101,7 @@ class PreparerMigTest : public PreparerTest {
                         .boot_id = "boot-1",
                         .proc_root = (dir_ / "proc").string(),
                         .on_mig_step = {}},
-        reader_, &maker_);
+        reader_, maker != nullptr ? maker : &maker_);
     p->SetSources(devices_.get(), base_);
     return p;
   }
@@ -267,6 +268,75 @@ TEST_F(PreparerMigTest, AFailedMakeUndoesWhatTheClaimMade) {
   EXPECT_THAT(maker_.On(kGpu), IsEmpty());
   EXPECT_THAT(Saved().claims, IsEmpty());
   EXPECT_EQ(p->prepared(), 0u);
+}
+
+// A hung NVML call given up (NvmlRunner: past its deadline) that still
+// makes its GPU instance; while `hung`, every later call fails at once, as
+// calls about a GPU with a hung call do.
+class GivenUpMaker final : public MigMaker {
+ public:
+  explicit GivenUpMaker(TableMigMaker& table) : table_(table) {}
+  absl::StatusOr<std::vector<MigGpuInstance>> List(
+      const std::string& gpu) override {
+    if (hung) return Hung("nvmlDeviceGetGpuInstances");
+    return table_.List(gpu);
+  }
+  absl::StatusOr<unsigned> CreateGpuInstance(const MigPlacement& p) override {
+    if (hung) return Hung("nvmlDeviceCreateGpuInstanceWithPlacement");
+    absl::StatusOr<unsigned> made = table_.CreateGpuInstance(p);
+    if (!made.ok()) return made;
+    hung = true;
+    return Hung("nvmlDeviceCreateGpuInstanceWithPlacement");
+  }
+  absl::StatusOr<unsigned> CreateComputeInstance(const MigPlacement& p,
+                                                 unsigned gi_id) override {
+    if (hung) return Hung("nvmlGpuInstanceCreateComputeInstance");
+    return table_.CreateComputeInstance(p, gi_id);
+  }
+  absl::StatusOr<std::string> MigUuid(const std::string& gpu, unsigned gi_id,
+                                      unsigned ci_id) override {
+    if (hung) return Hung("nvmlDeviceGetMigDeviceHandleByIndex");
+    return table_.MigUuid(gpu, gi_id, ci_id);
+  }
+  absl::Status DestroyComputeInstance(const std::string& gpu, unsigned gi_id,
+                                      unsigned ci_id) override {
+    if (hung) return Hung("nvmlComputeInstanceDestroy");
+    return table_.DestroyComputeInstance(gpu, gi_id, ci_id);
+  }
+  absl::Status DestroyGpuInstance(const std::string& gpu,
+                                  unsigned gi_id) override {
+    if (hung) return Hung("nvmlGpuInstanceDestroy");
+    return table_.DestroyGpuInstance(gpu, gi_id);
+  }
+  bool hung = false;
+
+ private:
+  static absl::Status Hung(const char* call) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("NVML ", call, " did not return in 10s"));
+  }
+  TableMigMaker& table_;
+};
+
+TEST_F(PreparerMigTest, AGivenUpMakeKeepsTheIntentToDestroyWhatItMade) {
+  GivenUpMaker hanging(maker_);
+  auto p = MakeMigPreparer(&hanging);
+  ASSERT_TRUE(p->Start().ok());
+  Claim("one", {Placement(19, 3)});
+  EXPECT_THAT(Prepare(*p, "one"),
+              HasSubstr("nvmlDeviceCreateGpuInstanceWithPlacement did not "
+                        "return in 10s"));
+  // The call given up made the instance, which no ID names: the claim stays
+  // recorded as being prepared, so its placement is destroyed later.
+  ASSERT_EQ(maker_.On(kGpu).size(), 1u);
+  EXPECT_EQ(Saved().claims["u-one"].state, ClaimState::kPreparing);
+  EXPECT_EQ(p->prepared(), 0u);
+  // The hang over, the next start destroys it.
+  hanging.hung = false;
+  auto again = MakeMigPreparer(&hanging);
+  ASSERT_TRUE(again->Start().ok());
+  EXPECT_THAT(maker_.On(kGpu), IsEmpty());
+  EXPECT_THAT(Saved().claims, IsEmpty());
 }
 
 TEST_F(PreparerMigTest, AnInstanceInUseKeepsTheClaimUnpreparingUntilFree) {

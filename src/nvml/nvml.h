@@ -296,7 +296,8 @@ class Nvml {
   // ID. ResourceExhausted (INSUFFICIENT_RESOURCES) when the placement
   // overlaps a GPU instance or the GPU has no room for it,
   // InvalidArgument for a placement the profile cannot take, Unimplemented
-  // (NOT_SUPPORTED) when MIG mode is off.
+  // (NOT_SUPPORTED) when MIG mode is off. An instance made whose ID cannot
+  // be read is destroyed again (the error says whether that failed too).
   absl::StatusOr<unsigned> CreateGpuInstance(
       nvmlDevice_t gpu, unsigned profile_id,
       nvmlGpuInstancePlacement_t placement) const;
@@ -308,7 +309,8 @@ class Nvml {
   // (nvmlGpuInstanceCreateComputeInstance) and returns its compute
   // instance ID. NotFound (NOT_FOUND) when `gpu` has no GPU instance
   // `gi_id`; ResourceExhausted when the GPU instance is full; Unimplemented
-  // (NOT_SUPPORTED) for a profile the GPU instance lacks.
+  // (NOT_SUPPORTED) for a profile the GPU instance lacks. An instance made
+  // whose ID cannot be read is destroyed again, as above.
   absl::StatusOr<unsigned> CreateComputeInstance(nvmlDevice_t gpu,
                                                  unsigned gi_id,
                                                  unsigned ci_profile_id) const;

@@ -93,10 +93,16 @@ absl::StatusOr<unsigned> Nvml::CreateGpuInstance(
   }
   absl::StatusOr<nvmlGpuInstanceInfo_t> info = GpuInstanceInfo(gi);
   if (!info.ok()) {
+    // Its ID unknown, no caller could find it to destroy it: undone here.
+    absl::Status undone = CallOptional(fns_->nvmlGpuInstanceDestroy,
+                                       "nvmlGpuInstanceDestroy", gi);
     return About(
         info.status(),
         absl::StrCat("the GPU instance just made of profile ID ", profile_id,
-                     " at memory slice ", placement.start));
+                     " at memory slice ", placement.start,
+                     undone.ok() ? "; destroyed again"
+                                 : absl::StrCat("; destroying it failed too: ",
+                                                undone.message())));
   }
   return info->id;
 }
@@ -115,7 +121,16 @@ absl::StatusOr<unsigned> Nvml::CreateComputeInstance(
   nvmlComputeInstanceInfo_t info{};
   s = CallOptional(fns_->nvmlComputeInstanceGetInfo_v2,
                    "nvmlComputeInstanceGetInfo_v2", ci, &info);
-  if (!s.ok()) return About(s, what);
+  if (!s.ok()) {
+    // Its ID unknown, no caller could find it to destroy it: undone here.
+    absl::Status undone = CallOptional(fns_->nvmlComputeInstanceDestroy,
+                                       "nvmlComputeInstanceDestroy", ci);
+    return About(
+        s, absl::StrCat(what, undone.ok()
+                                  ? "; destroyed again"
+                                  : absl::StrCat("; destroying it failed too: ",
+                                                 undone.message())));
+  }
   return info.id;
 }
 
