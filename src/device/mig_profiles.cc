@@ -14,6 +14,12 @@
 namespace gdp {
 namespace {
 
+// The most memory slices a placement may reach: NVML's GPUs have 8, and
+// each slice becomes a DRA counter (at most 32 a counter set), so a
+// placement past this is a driver's bad answer, refused rather than
+// trusted with a loop over its slices.
+constexpr unsigned kMaxMemorySlices = 32;
+
 // `s` with the profile it was about in front; NVML's code stays.
 absl::Status ForProfile(unsigned profile, const absl::Status& s) {
   absl::Status out(
@@ -109,6 +115,18 @@ absl::StatusOr<std::vector<MigProfilePlacements>> ReadMigProfiles(
       return ForProfile(p, placements.status());
     }
     if (placements->empty()) continue;
+    for (const nvmlGpuInstancePlacement_t& pl : *placements) {
+      if (pl.size == 0 || pl.size > kMaxMemorySlices ||
+          pl.start > kMaxMemorySlices - pl.size) {
+        return ForProfile(
+            p, absl::OutOfRangeError(absl::StrCat(
+                   "nvmlDeviceGetGpuInstancePossiblePlacements_v2 gave "
+                   "profile ID ",
+                   info->id, " a placement at memory slice ", pl.start,
+                   " of size ", pl.size, ": not within the ", kMaxMemorySlices,
+                   " memory slices a GPU may have")));
+      }
+    }
     MigProfilePlacements m;
     m.profile = p;
     m.profile_id = info->id;

@@ -64,7 +64,9 @@ struct MigProfilePlacements {
 // INVALID_ARGUMENT for are skipped, and so are profiles without
 // placements). The names are formed from the GPU's total memory
 // (MemoryTotal). Works with MIG mode on or off. Result on failure: NVML's
-// error (naming the profile), e.g. Unimplemented for a GPU without MIG.
+// error (naming the profile), e.g. Unimplemented for a GPU without MIG;
+// OutOfRange naming the profile and placement for a placement of size 0 or
+// reaching past 32 memory slices.
 absl::StatusOr<std::vector<MigProfilePlacements>> ReadMigProfiles(
     const Nvml& nvml, nvmlDevice_t gpu);
 
