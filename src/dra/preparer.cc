@@ -457,12 +457,13 @@ PrepareResult Preparer::Prepare(const ClaimRef& ref, absl::Time deadline,
             "destroyed yet); the kubelet's unprepare goes on with it");
         return result;
       }
-      if (reading_.contains(ref.uid)) {
+      if (reading_.contains(ref.uid) || destroying_.contains(ref.uid)) {
         result.error = ClaimError(
             ref, "another call is preparing it; the kubelet asks again");
         return result;
       }
       undo = it->second;
+      destroying_.insert(ref.uid);
     } else if (it != checkpoint_.claims.end()) {
       // Idempotent; a spec that went missing is written again.
       PrepareResult result;
@@ -500,6 +501,11 @@ PrepareResult Preparer::Prepare(const ClaimRef& ref, absl::Time deadline,
 
 absl::Status Preparer::DestroyAndForget(const std::string& uid,
                                         const PreparedClaim& claim) {
+  // Runs last, after any lock below is released.
+  absl::Cleanup done = [this, &uid] {
+    absl::MutexLock lock(&mu_);
+    destroying_.erase(uid);
+  };
   for (const PreparedDevice& d : claim.devices) {
     if (!d.mig.has_value()) continue;
     if (mig_ == nullptr) {
@@ -843,6 +849,13 @@ std::map<std::string, std::string> Preparer::Unprepare(
             reading != reading_.end()) {
           continue;  // its Prepare, in flight, undoes what it made
         }
+        if (destroying_.contains(ref.uid)) {
+          out[ref.uid] = ClaimError(
+              ref,
+              "another call is destroying its MIG instances; the kubelet "
+              "asks again");
+          continue;
+        }
         if (it->second.state != ClaimState::kUnpreparing) {
           // Recorded before anything is destroyed: a crash from here on
           // finishes the destruction at the next start.
@@ -856,6 +869,7 @@ std::map<std::string, std::string> Preparer::Unprepare(
           }
         }
         destroy = it->second;
+        destroying_.insert(ref.uid);
       } else {
         PreparedClaim kept = std::move(it->second);
         checkpoint_.claims.erase(it);

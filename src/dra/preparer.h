@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -182,7 +183,8 @@ class Preparer {
   std::string MakeAndRecord(PreparedClaim& claim) ABSL_LOCKS_EXCLUDED(mu_);
   // Destroys the MIG instances of claim `uid`, as recorded in `claim`, and
   // removes its record. On failure the record stays (as it was) and the
-  // error is returned.
+  // error is returned. REQUIRES: the caller put `uid` in destroying_ (under
+  // mu_, after checking it was not there); it is taken out here.
   absl::Status DestroyAndForget(const std::string& uid,
                                 const PreparedClaim& claim)
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -227,6 +229,11 @@ class Preparer {
     bool unprepared = false;
   };
   std::map<std::string, Reading> reading_ ABSL_GUARDED_BY(mu_);
+  // Claims whose MIG instances a call is destroying, by UID: another call
+  // for one of them meanwhile is refused, since instances are found by
+  // placement and a destroy that came late would take the instance a
+  // prepare made there since.
+  std::set<std::string> destroying_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gdp::dra

@@ -504,6 +504,45 @@ TEST_F(PreparerMigTest, AClaimLeftBeingPreparedIsUndoneWhenItComesAgain) {
   EXPECT_EQ(Saved().claims["u-cut"].state, ClaimState::kPrepared);
 }
 
+TEST_F(PreparerMigTest, ASecondCallWhileInstancesAreDestroyedIsRefused) {
+  // A retry of the kubelet while the first unprepare still destroys: were
+  // it let through, its destroy (by placement) could come after a new
+  // claim made an instance there, and take it.
+  Preparer* self = nullptr;
+  std::vector<std::string> during;
+  auto p = std::make_unique<Preparer>(
+      PreparerOptions{
+          .driver_name = "gpu.nvidia.com",
+          .pool = "node-1",
+          .cdi_dir = (dir_ / "cdi").string(),
+          .checkpoint_path = (dir_ / "cp.json").string(),
+          .boot_id = "boot-1",
+          .proc_root = (dir_ / "proc").string(),
+          .on_mig_step =
+              [&](MigStep s) {
+                if (s != MigStep::kUnprepareRecorded) return;
+                during.push_back(
+                    self->Unprepare({{"ns", "one", "u-one"}})["u-one"]);
+                during.push_back(
+                    self->Prepare({{"ns", "one", "u-one"}})["u-one"].error);
+              }},
+      reader_, &maker_);
+  self = p.get();
+  p->SetSources(devices_.get(), base_);
+  ASSERT_TRUE(p->Start().ok());
+  Claim("one", {Placement(19, 0)});
+  ASSERT_EQ(Prepare(*p, "one"), "");
+  EXPECT_EQ(p->Unprepare({{"ns", "one", "u-one"}})["u-one"], "");
+  ASSERT_EQ(during.size(), 2u);
+  EXPECT_THAT(during[0], HasSubstr("another call is destroying its MIG "
+                                   "instances; the kubelet asks again"));
+  EXPECT_THAT(during[1], HasSubstr("it is being unprepared"));
+  EXPECT_THAT(maker_.On(kGpu), IsEmpty());
+  EXPECT_THAT(Saved().claims, IsEmpty());
+  // Done, the claim may come again.
+  EXPECT_EQ(Prepare(*p, "one"), "");
+}
+
 TEST_F(PreparerMigTest, EveryStepIsRecordedInOrder) {
   std::vector<std::string> steps;
   auto p = std::make_unique<Preparer>(
