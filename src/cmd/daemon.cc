@@ -491,8 +491,16 @@ absl::StatusOr<NodeGpus> Daemon::DiscoverWith(
 absl::StatusOr<bool> Daemon::Follow(NodeGpus found) {
   // The rule a reload follows too (Reload).
   NodeGpus node = KeepUndescribed(node_, std::move(found));
-  std::vector<std::string> changes = LayoutChanges(node_, node);
-  if (changes.empty()) return false;
+  const LayoutOptions layout = Layout();
+  std::vector<std::string> changes = LayoutChanges(node_, node, layout);
+  if (changes.empty()) {
+    // Only instances the DRA side made or destroyed: nothing to serve anew,
+    // but the health monitor watches the instances there are now.
+    if (!layout.mig_on_demand.empty() && !LayoutChanges(node_, node).empty()) {
+      Adopt(std::move(node));
+    }
+    return false;
+  }
   LOG_INFO("The node's GPUs changed: {}", absl::StrJoin(changes, "; "));
   for (const LeftOut& u : node.unusable) {
     LOG_WARN("NVML cannot describe: {} (what was served there stays listed)",
@@ -509,6 +517,11 @@ absl::StatusOr<bool> Daemon::Follow(NodeGpus found) {
   LOG_INFO("Serving the changed GPUs: {}",
            absl::StrJoin(manager_.Running(), ", "));
   return true;
+}
+
+LayoutOptions Daemon::Layout() {
+  absl::MutexLock lock(&health_mu_);
+  return MigMadeOnDemand(dra_node_, config_.DynamicMigOn());
 }
 
 }  // namespace gdp

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "cmd/gpu_layout.h"
 #include "config/config.h"
 #include "device/gpu.h"
 #include "device/memory_limit_support.h"
@@ -76,14 +77,21 @@ class Daemon {
   // Serves `found` (a Discover result; a served GPU or MIG device in a
   // slot it left out as unusable stays served: KeepUndescribed, as in
   // Reload) with the running config when
-  // its layout (cmd/gpu_layout.h) differs from the one served, as Reload
-  // does:
+  // its layout (cmd/gpu_layout.h, compared as Layout() says) differs from
+  // the one served, as Reload does:
   // only resources whose definition changed restart, a GPU new to
   // discovery counts as reset, the health monitor watches the new GPUs.
   // Logs the changes. Result: true when applied, false when the layout is
-  // the same (nothing done, nothing logged); on failure why it could not
-  // be served (the running resources are restored).
+  // the same (nothing applied, nothing logged; MIG instances the DRA side
+  // made or destroyed on demand since are only taken into the served node,
+  // for the health monitor to watch); on failure why it could not be
+  // served (the running resources are restored).
   absl::StatusOr<bool> Follow(NodeGpus found);
+
+  // How Follow compares layouts: the served GPUs whose MIG devices the DRA
+  // side makes on demand (MigMadeOnDemand of what the DRA side serves,
+  // with Config::DynamicMigOn()); empty options without dynamic MIG.
+  LayoutOptions Layout() ABSL_LOCKS_EXCLUDED(health_mu_);
 
   // Thread-safe: makes the NVML runner's discovery in progress, and every
   // later one (Discover, Reload, topology), fail Cancelled. For shutdown.

@@ -36,12 +36,31 @@ void Field(const std::string& prefix, const char* what, const T& a, const T& b,
   if (a != b) out.push_back(absl::StrCat(prefix, what, " ", a, " -> ", b));
 }
 
+// Whether `g` can have its MIG devices made on demand: MIG enabled and
+// its MIG profiles read (dynamic MIG).
+bool Partitionable(const GpuInfo& g) {
+  return g.mig_enabled && !g.mig_profiles.empty();
+}
+
 void MigChanges(const GpuInfo& before, const GpuInfo& after,
-                std::vector<std::string>& out) {
+                const LayoutOptions& options, std::vector<std::string>& out) {
   const std::string gpu = absl::StrCat("GPU ", after.uuid, ": ");
   if (before.mig_enabled != after.mig_enabled) {
     out.push_back(
         absl::StrCat(gpu, "MIG ", after.mig_enabled ? "enabled" : "disabled"));
+  } else if (after.mig_enabled && before.mig_profiles != after.mig_profiles) {
+    // What the DRA side publishes of it with dynamic MIG: its profiles'
+    // placements (every one, free or not, so they stay while the GPU
+    // does), or its MIG devices when none were read.
+    out.push_back(absl::StrCat(gpu, "MIG profiles ",
+                               before.mig_profiles.empty()  ? "read"
+                               : after.mig_profiles.empty() ? "not read"
+                                                            : "changed"));
+  }
+  // Instances the DRA side makes and destroys are no change of the node.
+  if (options.mig_on_demand.contains(after.uuid) && Partitionable(before) &&
+      Partitionable(after)) {
+    return;
   }
   // Only a MIG-enabled GPU's MIG devices are served.
   static const std::vector<MigInfo> kNone;
@@ -68,8 +87,18 @@ void MigChanges(const GpuInfo& before, const GpuInfo& after,
 
 }  // namespace
 
+LayoutOptions MigMadeOnDemand(const NodeGpus& dra, bool dynamic_mig) {
+  LayoutOptions out;
+  if (!dynamic_mig) return out;
+  for (const GpuInfo& g : dra.gpus) {
+    if (Partitionable(g)) out.mig_on_demand.insert(g.uuid);
+  }
+  return out;
+}
+
 std::vector<std::string> LayoutChanges(const NodeGpus& before,
-                                       const NodeGpus& after) {
+                                       const NodeGpus& after,
+                                       const LayoutOptions& options) {
   std::vector<std::string> out;
   Field("", "driver version", before.driver_version, after.driver_version, out);
   for (const GpuInfo& g : before.gpus) {
@@ -88,7 +117,7 @@ std::vector<std::string> LayoutChanges(const NodeGpus& before,
     Field(gpu, "minor", old->minor, g.minor, out);
     Field(gpu, "PCI bus id", old->pci_bus_id, g.pci_bus_id, out);
     Field(gpu, "name", old->name, g.name, out);
-    MigChanges(*old, g, out);
+    MigChanges(*old, g, options, out);
   }
   return out;
 }

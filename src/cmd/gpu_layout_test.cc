@@ -5,7 +5,9 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -160,6 +162,217 @@ TEST(LayoutChangesTest, EmptyNodes) {
   EXPECT_THAT(LayoutChanges(NodeGpus{}, Base()),
               ElementsAreArray({"driver version  -> 550.54.15",
                                 "GPU GPU-A appeared", "GPU GPU-B appeared"}));
+}
+
+// A MIG profile with its placements (start, size), as ReadMigProfiles
+// reads them.
+MigProfilePlacements Profile(
+    const std::string& name, unsigned id, unsigned size,
+    const std::vector<std::pair<unsigned, unsigned>>& placements) {
+  MigProfilePlacements p;
+  p.profile_id = id;
+  p.name = name;
+  p.slice_count = size;
+  p.memory_mib = 10240ull * size;
+  for (const auto& [start, slices] : placements) {
+    nvmlGpuInstancePlacement_t pl{};
+    pl.start = start;
+    pl.size = slices;
+    p.placements.push_back(pl);
+  }
+  return p;
+}
+
+// Base() with NVIDIA's DynamicMIG: GPU-A's MIG profiles read, so the DRA
+// side makes its MIG devices on demand (its two MIG devices are instances
+// made at prepare, or by anyone else).
+NodeGpus Dynamic() {
+  NodeGpus n = Base();
+  n.gpus[0].mig_profiles = {Profile("1g.10gb", 19, 1, {{0, 1}, {1, 1}}),
+                            Profile("3g.40gb", 9, 3, {{0, 4}, {4, 4}})};
+  return n;
+}
+
+TEST(LayoutChangesTest, MigMadeOnDemand) {
+  const LayoutOptions on_demand = MigMadeOnDemand(Dynamic(), true);
+  struct Case {
+    const char* name;
+    LayoutOptions options;
+    std::function<void(NodeGpus&)> before;  // applied to a copy of Dynamic()
+    std::function<void(NodeGpus&)> change;  // applied to a copy of Dynamic()
+    std::vector<std::string> want;
+  };
+  const auto same = [](NodeGpus&) {};
+  const Case cases[] = {
+      {"an instance made",
+       on_demand,
+       same,
+       [](NodeGpus& n) {
+         n.gpus[0].migs.push_back(Mig(2, "MIG-3", "1g.10gb", 13));
+       },
+       {}},
+      {"an instance destroyed",
+       on_demand,
+       same,
+       [](NodeGpus& n) { n.gpus[0].migs.pop_back(); },
+       {}},
+      {"every instance destroyed",
+       on_demand,
+       same,
+       [](NodeGpus& n) { n.gpus[0].migs.clear(); },
+       {}},
+      {"the first instance made",
+       on_demand,
+       [](NodeGpus& n) { n.gpus[0].migs.clear(); },
+       same,
+       {}},
+      {"an instance destroyed and another made at its index",
+       on_demand,
+       same,
+       [](NodeGpus& n) { n.gpus[0].migs[1] = Mig(1, "MIG-4", "2g.20gb", 3); },
+       {}},
+      {"without the option, instances are the layout",
+       LayoutOptions{},
+       same,
+       [](NodeGpus& n) { n.gpus[0].migs.pop_back(); },
+       {"GPU GPU-A: MIG device MIG-2 (1g.10gb) is gone"}},
+      {"on demand only for the GPUs named",
+       MigMadeOnDemand(Dynamic(), false),
+       same,
+       [](NodeGpus& n) {
+         n.gpus[0].migs.push_back(Mig(2, "MIG-3", "1g.10gb", 13));
+       },
+       {"GPU GPU-A: MIG device MIG-3 (1g.10gb) appeared"}},
+      {"the GPU gone",
+       on_demand,
+       same,
+       [](NodeGpus& n) { n.gpus.erase(n.gpus.begin()); },
+       {"GPU GPU-A is gone"}},
+      {"another GPU in its place (UUID)",
+       on_demand,
+       same,
+       [](NodeGpus& n) { n.gpus[0].uuid = "GPU-Z"; },
+       {"GPU GPU-A is gone", "GPU GPU-Z appeared"}},
+      {"the GPU appearing",
+       on_demand,
+       [](NodeGpus& n) { n.gpus.erase(n.gpus.begin()); },
+       same,
+       {"GPU GPU-A appeared"}},
+      {"its index, with an instance made",
+       on_demand,
+       same,
+       [](NodeGpus& n) {
+         n.gpus[0].index = 3;
+         n.gpus[0].migs.pop_back();
+       },
+       {"GPU GPU-A: index 0 -> 3"}},
+      {"MIG disabled",
+       on_demand,
+       same,
+       [](NodeGpus& n) {
+         n.gpus[0].mig_enabled = false;
+         n.gpus[0].migs.clear();
+         n.gpus[0].mig_profiles.clear();
+       },
+       {"GPU GPU-A: MIG disabled",
+        "GPU GPU-A: MIG device MIG-1 (3g.40gb) is gone",
+        "GPU GPU-A: MIG device MIG-2 (1g.10gb) is gone"}},
+      {"MIG enabled, profiles read",
+       on_demand,
+       [](NodeGpus& n) {
+         n.gpus[0].mig_enabled = false;
+         n.gpus[0].migs.clear();
+         n.gpus[0].mig_profiles.clear();
+       },
+       [](NodeGpus& n) { n.gpus[0].migs.clear(); },
+       {"GPU GPU-A: MIG enabled"}},
+      {"profiles no longer read: the instances are the layout again",
+       on_demand,
+       same,
+       [](NodeGpus& n) {
+         n.gpus[0].mig_profiles.clear();
+         n.gpus[0].migs.pop_back();
+       },
+       {"GPU GPU-A: MIG profiles not read",
+        "GPU GPU-A: MIG device MIG-2 (1g.10gb) is gone"}},
+      {"profiles read for the first time",
+       LayoutOptions{},
+       [](NodeGpus& n) { n.gpus[0].mig_profiles.clear(); },
+       same,
+       {"GPU GPU-A: MIG profiles read"}},
+      {"profiles changed, instances still not the layout",
+       on_demand,
+       same,
+       [](NodeGpus& n) {
+         n.gpus[0].mig_profiles.pop_back();
+         n.gpus[0].migs.pop_back();
+       },
+       {"GPU GPU-A: MIG profiles changed"}},
+      {"the driver version",
+       on_demand,
+       same,
+       [](NodeGpus& n) {
+         n.driver_version = "560.28.03";
+         n.gpus[0].migs.clear();
+       },
+       {"driver version 550.54.15 -> 560.28.03"}},
+      {"the other GPU's MIG devices",
+       on_demand,
+       same,
+       [](NodeGpus& n) {
+         n.gpus[1].mig_enabled = true;
+         n.gpus[1].migs = {Mig(0, "MIG-3", "7g.80gb", 0)};
+       },
+       {"GPU GPU-B: MIG enabled",
+        "GPU GPU-B: MIG device MIG-3 (7g.80gb) appeared"}},
+  };
+  for (const Case& c : cases) {
+    NodeGpus before = Dynamic();
+    c.before(before);
+    NodeGpus after = Dynamic();
+    c.change(after);
+    EXPECT_THAT(LayoutChanges(before, after, c.options),
+                ElementsAreArray(c.want))
+        << c.name;
+  }
+}
+
+TEST(MigMadeOnDemandTest, Table) {
+  struct Case {
+    const char* name;
+    std::function<void(NodeGpus&)> change;  // applied to a copy of Dynamic()
+    bool dynamic_mig;
+    std::set<std::string> want;
+  };
+  const Case cases[] = {
+      {"the gate on: the MIG GPU with profiles",
+       [](NodeGpus&) {},
+       true,
+       {"GPU-A"}},
+      {"the gate off: none", [](NodeGpus&) {}, false, {}},
+      {"no profiles read: none",
+       [](NodeGpus& n) { n.gpus[0].mig_profiles.clear(); },
+       true,
+       {}},
+      {"MIG disabled (profiles are read only with MIG on): none",
+       [](NodeGpus& n) { n.gpus[0].mig_enabled = false; },
+       true,
+       {}},
+      {"every such GPU",
+       [](NodeGpus& n) {
+         n.gpus[1].mig_enabled = true;
+         n.gpus[1].mig_profiles = n.gpus[0].mig_profiles;
+       },
+       true,
+       {"GPU-A", "GPU-B"}},
+      {"no GPUs: none", [](NodeGpus& n) { n.gpus.clear(); }, true, {}},
+  };
+  for (const Case& c : cases) {
+    NodeGpus dra = Dynamic();
+    c.change(dra);
+    EXPECT_EQ(MigMadeOnDemand(dra, c.dynamic_mig).mig_on_demand, c.want)
+        << c.name;
+  }
 }
 
 std::vector<std::string> Uuids(const NodeGpus& n) {

@@ -346,6 +346,10 @@ int Serve(const ParsedFlags& flags) {
             };
           }
           hooks.cancel = [&] { daemon.CancelNvml(); };
+          hooks.layout = [&] {
+            absl::MutexLock lock(&daemon_mu);
+            return daemon.Layout();
+          };
           rediscovery.emplace(cfg.rediscover_interval, std::move(hooks));
           rediscovery_thread = std::thread([&] {
             NameThisThread("gdp-rediscover");

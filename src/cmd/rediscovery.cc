@@ -36,7 +36,10 @@ absl::StatusOr<bool> Rediscovery::Step() {
         absl::StrCat("discovering the GPUs: ", node.status().message())));
   }
   if (hooks_.discovered) hooks_.discovered(*node);
-  if (refused_.has_value() && LayoutChanges(*refused_, *node).empty()) {
+  if (refused_.has_value() &&
+      LayoutChanges(*refused_, *node,
+                    hooks_.layout ? hooks_.layout() : LayoutOptions{})
+          .empty()) {
     VLOG(1, "GPU rediscovery: the layout refused before is unchanged");
     return Failed(refused_why_);
   }

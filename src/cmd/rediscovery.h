@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "cmd/gpu_layout.h"
 #include "device/gpu.h"
 
 namespace gdp {
@@ -37,6 +38,11 @@ struct RediscoveryHooks {
   // Optional. Called by Stop(): makes a discovery in progress fail at once
   // (e.g. NvmlRunner::Cancel). Never called otherwise.
   std::function<void()> cancel;
+  // Optional. How layouts are compared now (Daemon::Layout: the served
+  // GPUs whose MIG devices the DRA side makes on demand), for telling a
+  // discovery from the layout `apply` refused last; `apply` compares with
+  // the same. Unset: LayoutOptions{} (every MIG device compared).
+  std::function<LayoutOptions()> layout;
 };
 
 // Thread-safe: Run() on one thread; Step() and Stop() from any (steps run
@@ -51,8 +57,9 @@ class Rediscovery {
 
   // One rediscovery: discovers, hands the result to `discovered`, then has
   // `apply` serve it. A layout whose apply failed is not applied again
-  // until a discovery shows another layout (no restart every interval for
-  // a change that cannot be served). A failure is logged once per distinct
+  // until a discovery shows another layout (LayoutChanges with
+  // hooks.layout; no restart every interval for a change that cannot be
+  // served). A failure is logged once per distinct
   // message (and a recovery once); an unchanged layout logs only at -v 1.
   // Result: true when a new layout was applied, false when nothing was
   // done; on failure the discovery's or the apply's error (nothing

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -34,6 +35,9 @@ struct FakeDaemon {
   absl::Status refuse ABSL_GUARDED_BY(mu);  // what apply answers
   int discoveries ABSL_GUARDED_BY(mu) = 0;
   int applies ABSL_GUARDED_BY(mu) = 0;  // layouts applied
+  int apply_calls ABSL_GUARDED_BY(mu) = 0;
+  // How layouts are compared (hooks.layout; Daemon::Layout).
+  LayoutOptions layout ABSL_GUARDED_BY(mu);
   int cancels ABSL_GUARDED_BY(mu) = 0;
   std::vector<NodeGpus> handed ABSL_GUARDED_BY(mu);  // `discovered`
 
@@ -46,7 +50,8 @@ struct FakeDaemon {
     };
     h.apply = [this](const NodeGpus& node) -> absl::StatusOr<bool> {
       absl::MutexLock lock(&mu);
-      if (LayoutChanges(served, node).empty()) return false;
+      ++apply_calls;
+      if (LayoutChanges(served, node, layout).empty()) return false;
       if (!refuse.ok()) return refuse;
       ++applies;
       served = node;
@@ -59,6 +64,10 @@ struct FakeDaemon {
     h.cancel = [this] {
       absl::MutexLock lock(&mu);
       ++cancels;
+    };
+    h.layout = [this] {
+      absl::MutexLock lock(&mu);
+      return layout;
     };
     return h;
   }
@@ -130,6 +139,104 @@ TEST(RediscoveryTest, StepAppliesOnlyChanges) {
   absl::MutexLock lock(&d.mu);
   EXPECT_EQ(d.applies, 2);
   EXPECT_EQ(d.cancels, 0);
+}
+
+// Node({"GPU-A", ...}) with dynamic MIG on GPU-A: MIG enabled, its MIG
+// profiles read, and the MIG devices `migs` (instances the DRA side made).
+NodeGpus Dynamic(std::vector<std::string> uuids,
+                 const std::vector<std::string>& migs) {
+  NodeGpus n = Node(std::move(uuids));
+  GpuInfo& a = n.gpus[0];
+  a.mig_capable = true;
+  a.mig_enabled = true;
+  MigProfilePlacements p;
+  p.profile_id = 19;
+  p.name = "1g.10gb";
+  p.slice_count = 1;
+  p.placements.resize(7);
+  for (unsigned i = 0; i < 7; ++i) p.placements[i] = {i, 1};
+  a.mig_profiles = {p};
+  for (unsigned i = 0; i < migs.size(); ++i) {
+    MigInfo m;
+    m.index = i;
+    m.uuid = migs[i];
+    m.profile = "1g.10gb";
+    m.gi = 7 + i;
+    a.migs.push_back(m);
+  }
+  return n;
+}
+
+// MIG instances the DRA side makes and destroys on a GPU it partitions on
+// demand are no change: nothing is applied for them; the GPU's real
+// changes still are.
+TEST(RediscoveryTest, InstancesMadeOnDemandAreNoChange) {
+  FakeDaemon d;
+  {
+    absl::MutexLock lock(&d.mu);
+    d.served = Dynamic({"GPU-A"}, {});
+    d.layout = MigMadeOnDemand(d.served, true);
+  }
+  Rediscovery r(absl::Hours(1), d.Hooks());
+  struct Step {
+    const char* name;
+    NodeGpus next;
+    bool want_applied;
+  };
+  NodeGpus mig_off = Dynamic({"GPU-A", "GPU-B"}, {});
+  mig_off.gpus[0].mig_enabled = false;
+  mig_off.gpus[0].mig_profiles.clear();
+  const Step steps[] = {
+      {"an instance made", Dynamic({"GPU-A"}, {"MIG-1"}), false},
+      {"another", Dynamic({"GPU-A"}, {"MIG-1", "MIG-2"}), false},
+      {"one destroyed", Dynamic({"GPU-A"}, {"MIG-2"}), false},
+      {"a GPU appeared", Dynamic({"GPU-A", "GPU-B"}, {"MIG-2"}), true},
+      {"every instance destroyed", Dynamic({"GPU-A", "GPU-B"}, {}), false},
+      {"MIG mode turned off", mig_off, true},
+  };
+  for (const Step& s : steps) {
+    {
+      absl::MutexLock lock(&d.mu);
+      d.next = s.next;
+    }
+    absl::StatusOr<bool> got = r.Step();
+    ASSERT_TRUE(got.ok()) << s.name << ": " << got.status();
+    EXPECT_EQ(*got, s.want_applied) << s.name;
+  }
+  absl::MutexLock lock(&d.mu);
+  EXPECT_EQ(d.applies, 2);
+}
+
+// A refused layout is not tried again for instances made on demand since.
+TEST(RediscoveryTest, RefusedLayoutIsNotRetriedForInstancesMadeOnDemand) {
+  FakeDaemon d;
+  {
+    absl::MutexLock lock(&d.mu);
+    d.served = Dynamic({"GPU-A"}, {});
+    d.layout = MigMadeOnDemand(d.served, true);
+    d.next = Dynamic({"GPU-A", "GPU-B"}, {});
+    d.refuse = absl::InvalidArgumentError("cannot build");
+  }
+  Rediscovery r(absl::Hours(1), d.Hooks());
+  EXPECT_FALSE(r.Step().ok());
+  {
+    absl::MutexLock lock(&d.mu);
+    d.next = Dynamic({"GPU-A", "GPU-B"}, {"MIG-1"});
+  }
+  absl::StatusOr<bool> got = r.Step();
+  ASSERT_FALSE(got.ok());
+  EXPECT_THAT(got.status().message(),
+              HasSubstr("serving the changed GPUs: cannot build"));
+  {
+    absl::MutexLock lock(&d.mu);
+    EXPECT_EQ(d.apply_calls, 1) << "not tried again";
+    // Without the option the instance is a change: tried again.
+    d.layout = LayoutOptions{};
+    d.next = Dynamic({"GPU-A", "GPU-B"}, {"MIG-2"});
+  }
+  EXPECT_FALSE(r.Step().ok());
+  absl::MutexLock lock(&d.mu);
+  EXPECT_EQ(d.apply_calls, 2);
 }
 
 TEST(RediscoveryTest, ErrorsNameWhatFailed) {
