@@ -121,10 +121,13 @@ TEST_F(DraDynamicMigDaemonTest, PrepareMakesUnprepareDestroysRestartAdopts) {
                 HasSubstr("/dev/nvidia-caps/nvidia-cap"));
   }
 
-  // Rediscovery (every 200 ms here) finds the instance made (a layout
-  // change to it): the published devices stay those of the partitionable
+  // Rediscovery (every 200 ms here) finds the instance made, which is no
+  // change of the node (GPU 0's MIG devices are made on demand): nothing is
+  // applied again, the published devices stay those of the partitionable
   // GPUs, the claim prepared.
   absl::SleepFor(absl::Milliseconds(600));
+  EXPECT_THAT(plugin_->Stderr(),
+              ::testing::Not(HasSubstr("The node's GPUs changed")));
   EXPECT_EQ(SliceDevices().size(), 8u * 26);
 
   // A claim of the placement of the instance someone else made (the
@@ -155,6 +158,10 @@ TEST_F(DraDynamicMigDaemonTest, PrepareMakesUnprepareDestroysRestartAdopts) {
   EXPECT_EQ(un["claims"][uid].value("error", ""), "") << un.dump();
   EXPECT_EQ(Instances(), std::vector<std::string>{"1g.10gb@6"});
   EXPECT_FALSE(fs::exists(SpecPath(uid)));
+  // Nor is the instance destroyed a change.
+  absl::SleepFor(absl::Milliseconds(600));
+  EXPECT_THAT(plugin_->Stderr(),
+              ::testing::Not(HasSubstr("The node's GPUs changed")));
   EXPECT_EQ(Violations(), json::array());
 }
 
