@@ -1,7 +1,7 @@
 // Measures the ResourceSlices of an 8-GPU H100 node (the fake NVML's
 // hgx-h100-mig7: 8 H100s in MIG mode, seven 1g.10gb each) as the DRA side
 // publishes them, with NVIDIA's DynamicMIG gate (every GPU partitionable:
-// its counter set, the whole GPU and every profile placement) and without
+// its counter set and every profile placement) and without
 // it (the 56 MIG devices that exist):
 //  - what is published: slices, devices and counter sets, each slice's
 //    JSON size;

@@ -114,11 +114,6 @@ uint64_t CapacityOf(const MigProfilePlacements& p, const MigCapacity& c) {
   return c.wide != nullptr ? (p.*c.wide) << 20 : p.*c.narrow;
 }
 
-// Hopper (compute capability 9) and newer leave MIG mode without a GPU
-// reset, so NVIDIA's driver offers the whole GPU beside its partitions
-// (supportsMIGModeToggle: architecture >= Hopper).
-bool TogglesMigWithoutReset(const GpuInfo& g) { return g.cc_major >= 9; }
-
 }  // namespace
 
 AttributeValue AttributeValue::Int(int64_t v) {
@@ -228,13 +223,14 @@ absl::StatusOr<std::string> SemanticVersion(const std::string& version) {
 
 namespace {
 
-// NVIDIA's DynamicMIG devices of GPU `g` (BuildInventory): `whole` (the
-// GPU's device with its attributes) consuming the counter set when the
-// GPU can leave MIG mode, then every profile placement; the first device
-// brings the counter set. Empty (logged) when the counter set would not
-// fit in one, or no placement fits its memory slices.
-std::vector<DraDevice> Partitioned(const GpuInfo& g, DraDevice whole,
-                                   const NodeGpus& node) {
+// NVIDIA's DynamicMIG devices of GPU `g` (BuildInventory): every profile
+// placement; the first device brings the counter set. Empty (logged) when
+// the counter set would not fit in one, or no placement fits its memory
+// slices. NVIDIA's driver also offers the whole GPU on Hopper and newer,
+// turning MIG mode off to prepare it; MIG mode is never changed here, and
+// in MIG mode a GPU runs CUDA only through MIG devices, so the whole of it
+// is its 7g placement.
+std::vector<DraDevice> Partitioned(const GpuInfo& g, const NodeGpus& node) {
   const std::string set = CounterSetName(g);
   CounterSet counters{set, {}};
   std::map<std::string, uint64_t> largest;  // capacity -> largest value
@@ -264,13 +260,6 @@ std::vector<DraDevice> Partitioned(const GpuInfo& g, DraDevice whole,
     return {};
   }
   std::vector<DraDevice> out;
-  if (TogglesMigWithoutReset(g)) {
-    for (const MigCapacity& c : kMigCapacities) {
-      whole.capacity[c.capacity] = largest[c.capacity];
-    }
-    whole.consumes_counters = {{set, counters.counters}};
-    out.push_back(std::move(whole));
-  }
   for (const MigProfilePlacements& p : g.mig_profiles) {
     for (const nvmlGpuInstancePlacement_t& pl : p.placements) {
       DraDevice d;
@@ -299,8 +288,7 @@ std::vector<DraDevice> Partitioned(const GpuInfo& g, DraDevice whole,
   if (out.empty()) return {};
   // By name, as NVIDIA's driver lists a GPU's devices (the scheduler takes
   // the first that fits, so the order decides which placement a claim for
-  // any MIG device gets): the whole GPU first, smaller profiles before
-  // larger ones.
+  // any MIG device gets): smaller profiles before larger ones.
   std::sort(out.begin(), out.end(), [](const DraDevice& a, const DraDevice& b) {
     return a.name < b.name;
   });
@@ -357,7 +345,7 @@ absl::StatusOr<std::vector<DraDevice>> BuildInventory(
     const std::string gpu_node = absl::StrCat("/dev/nvidia", g.minor);
     const MemoryLimitSupport gpu_limits = GpuMemoryLimitSupport(node_limits, g);
     if (options.dynamic_mig && !g.mig_profiles.empty()) {
-      std::vector<DraDevice> devices = Partitioned(g, whole_gpu(g), node);
+      std::vector<DraDevice> devices = Partitioned(g, node);
       if (!devices.empty()) {
         for (DraDevice& d : devices) {
           share(gpu_limits, &d);

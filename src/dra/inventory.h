@@ -97,8 +97,8 @@ struct DraDevice {
   bool allow_multiple_allocations = false;
   std::map<std::string, RequestPolicy> request_policies;
   // Partitionable devices (NVIDIA's DynamicMIG): what the device takes of
-  // its GPU's counter set when allocated (the whole GPU all of it, a MIG
-  // profile placement its share and its memory slices). Empty otherwise.
+  // its GPU's counter set when allocated (a MIG profile placement: its
+  // share and its memory slices). Empty otherwise.
   std::vector<CounterConsumption> consumes_counters;
   // On the first device of a GPU published partitionable: that GPU's
   // counter set, which the publisher puts in a slice of counters only
@@ -196,10 +196,9 @@ void ApplyConsumableShares(const ConsumableShares& shares, DraDevice* device);
 // for MIG-enabled GPUs) is published partitionable instead, as NVIDIA's
 // DynamicMIG does: its counter set (shared_counters of its first device:
 // each capacity's largest value across its profiles, and one
-// "memory-slice-<i>" per memory slice); the whole GPU (Hopper and newer,
-// which leave MIG mode without a reset; NVIDIA's attributes and capacity
-// as published whole but for "memory" and the engine counts, the largest
-// profile's) consuming all of it; then every placement of every profile
+// "memory-slice-<i>" per memory slice), then every placement of every
+// profile (no whole-GPU device: NVIDIA's turns MIG mode off to prepare
+// one, and MIG mode is never changed here; the 7g placement is the whole)
 // (a GPU's devices ordered by name, as NVIDIA's), "type" "mig",
 // "parentUUID", "profile" and the GPU's
 // attributes (no "uuid": the instance is made at prepare), its profile's

@@ -305,19 +305,20 @@ TEST(BuildInventoryTest, DynamicMigAsNvidiasPartitionableDevices) {
   absl::StatusOr<std::vector<DraDevice>> inv =
       BuildInventory(H100Node(2), nullptr, nullptr, DynamicMig());
   ASSERT_TRUE(inv.ok()) << inv.status();
-  // Per GPU: the whole GPU and 25 placements (7 + 3 + 2 + 1 + 1 + 7 + 4).
-  ASSERT_EQ(inv->size(), 52u);
+  // Per GPU: 25 placements (7 + 3 + 2 + 1 + 1 + 7 + 4); no whole GPU, which
+  // would need MIG mode off.
+  ASSERT_EQ(inv->size(), 50u);
   std::vector<std::string> names = Names(*inv);
-  EXPECT_THAT(
-      std::vector<std::string>(names.begin(), names.begin() + 10),
-      ElementsAre("gpu-4", "gpu-4-mig-1g10gb-19-0", "gpu-4-mig-1g10gb-19-1",
-                  "gpu-4-mig-1g10gb-19-2", "gpu-4-mig-1g10gb-19-3",
-                  "gpu-4-mig-1g10gb-19-4", "gpu-4-mig-1g10gb-19-5",
-                  "gpu-4-mig-1g10gb-19-6", "gpu-4-mig-1g10gb-me-20-0",
-                  "gpu-4-mig-1g10gb-me-20-1"));
-  EXPECT_TRUE(std::is_sorted(names.begin(), names.begin() + 26));
-  EXPECT_EQ(names[25], "gpu-4-mig-7g80gb-0-0");
-  EXPECT_EQ(names[26], "gpu-5");
+  EXPECT_THAT(std::vector<std::string>(names.begin(), names.begin() + 9),
+              ElementsAre("gpu-4-mig-1g10gb-19-0", "gpu-4-mig-1g10gb-19-1",
+                          "gpu-4-mig-1g10gb-19-2", "gpu-4-mig-1g10gb-19-3",
+                          "gpu-4-mig-1g10gb-19-4", "gpu-4-mig-1g10gb-19-5",
+                          "gpu-4-mig-1g10gb-19-6", "gpu-4-mig-1g10gb-me-20-0",
+                          "gpu-4-mig-1g10gb-me-20-1"));
+  EXPECT_TRUE(std::is_sorted(names.begin(), names.begin() + 25));
+  EXPECT_EQ(names[24], "gpu-4-mig-7g80gb-0-0");
+  EXPECT_EQ(names[25], "gpu-5-mig-1g10gb-19-0");
+  EXPECT_THAT(names, ::testing::Not(::testing::Contains("gpu-4")));
   EXPECT_THAT(names, ::testing::Contains("gpu-4-mig-1g10gb-me-20-6"));
   EXPECT_THAT(names, ::testing::Contains("gpu-5-mig-7g80gb-0-0"));
 
@@ -340,29 +341,20 @@ TEST(BuildInventoryTest, DynamicMigAsNvidiasPartitionableDevices) {
                              {"ofa-engines", 1}}};
   ASSERT_TRUE((*inv)[0].shared_counters.has_value());
   EXPECT_EQ(*(*inv)[0].shared_counters, want_set);
-  ASSERT_TRUE((*inv)[26].shared_counters.has_value());
-  EXPECT_EQ((*inv)[26].shared_counters->name, "gpu-5-counter-set");
+  ASSERT_TRUE((*inv)[25].shared_counters.has_value());
+  EXPECT_EQ((*inv)[25].shared_counters->name, "gpu-5-counter-set");
   for (size_t i = 0; i < inv->size(); ++i) {
-    if (i != 0 && i != 26) {
+    if (i != 0 && i != 25) {
       EXPECT_FALSE((*inv)[i].shared_counters.has_value()) << names[i];
     }
   }
 
-  // The whole GPU: its attributes, the largest profile's capacities, all
-  // of the counter set.
-  const DraDevice& gpu = (*inv)[0];
-  EXPECT_EQ(gpu.attributes.at("type"), AttributeValue::String("gpu"));
-  EXPECT_EQ(gpu.attributes.at("uuid"), AttributeValue::String("GPU-0"));
-  EXPECT_THAT(gpu.capacity,
-              ElementsAre(Pair("copyEngines", 8), Pair("decoders", 7),
-                          Pair("encoders", 0), Pair("jpegEngines", 7),
-                          Pair("memory", 81152ull << 20),
-                          Pair("multiprocessors", 132), Pair("ofaEngines", 1)));
+  // The 7g placement is the whole GPU: all of the counter set.
+  const DraDevice& all = (*inv)[24];
+  EXPECT_EQ(all.attributes.at("profile"), AttributeValue::String("7g.80gb"));
   EXPECT_THAT(
-      gpu.consumes_counters,
+      all.consumes_counters,
       ElementsAre(CounterConsumption{"gpu-4-counter-set", want_set.counters}));
-  EXPECT_THAT(gpu.device.device_nodes, ElementsAre("/dev/nvidia4"));
-  EXPECT_EQ(gpu.device.visible_id, "GPU-0");
 
   // A placement: NVIDIA's MIG attributes without a UUID (nothing made
   // yet), its profile's capacities (no memorySlice capacities), consuming
@@ -434,12 +426,12 @@ TEST(BuildInventoryTest, DynamicMigWhichGpus) {
     std::vector<std::string> first;  // names of GPU 0's first devices
     size_t size;
   } cases[] = {
-      {"Hopper: the whole GPU too",
+      // Partitions only (the first brings the counter set): no whole GPU,
+      // which NVIDIA's offers on Hopper by turning MIG mode off.
+      {"Hopper: partitions only",
        [](NodeGpus&, InventoryOptions&) {},
-       {"gpu-4", "gpu-4-mig-1g10gb-19-0"},
-       26},
-      // Ampere cannot leave MIG mode without a reset: partitions only (the
-      // first brings the counter set), as NVIDIA's.
+       {"gpu-4-mig-1g10gb-19-0", "gpu-4-mig-1g10gb-19-1"},
+       25},
       {"Ampere: partitions only",
        [](NodeGpus& n, InventoryOptions&) { n.gpus[0].cc_major = 8; },
        {"gpu-4-mig-1g10gb-19-0", "gpu-4-mig-1g10gb-19-1"},

@@ -1,10 +1,11 @@
 // Publishing with NVIDIA's DynamicMIG gate: the daemon on the fake
 // hgx-h100-mig7 node (8 H100s in MIG mode) against the API server emulator
 // as Kubernetes 1.36: every GPU published as partitionable devices (its
-// counter set in a slice of counters, the whole GPU and its 25 profile
-// placements consuming from it), accepted by 1.36's schema and rules, the
-// pool usable as the scheduler judges it, allocated within its counters,
-// and a failure of one GPU tainting every device of its counter set.
+// counter set in a slice of counters, and its 25 profile placements
+// consuming from it; no whole GPU, which would need MIG mode off), accepted
+// by 1.36's schema and rules, the pool usable as the scheduler judges it,
+// allocated within its counters, and a failure of one GPU tainting every device
+// of its counter set.
 #include "tests/integration/dra_fixture.h"
 
 namespace gdp {
@@ -14,9 +15,9 @@ using ::testing::Each;
 using ::testing::Le;
 
 constexpr char kMachine[] = "hgx-h100-mig7";
-// Per GPU: the whole GPU and 7 + 3 + 2 + 1 + 1 + 7 + 4 placements of
-// 1g.10gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb, 1g.10gb+me, 1g.20gb.
-constexpr size_t kPerGpu = 26;
+// Per GPU: 7 + 3 + 2 + 1 + 1 + 7 + 4 placements of 1g.10gb, 2g.20gb,
+// 3g.40gb, 4g.40gb, 7g.80gb, 1g.10gb+me, 1g.20gb.
+constexpr size_t kPerGpu = 25;
 
 class DraMigPublishTest : public DraTest {
  protected:
@@ -75,7 +76,7 @@ TEST_F(DraMigPublishTest, AnH100NodeWithinThe136Rules) {
   ASSERT_TRUE(WaitForDevices(8 * kPerGpu)) << plugin_->Stderr();
   EXPECT_EQ(Violations(), json::array());
 
-  // One slice of the 8 counter sets, then two GPUs (52 devices) a slice.
+  // One slice of the 8 counter sets, then two GPUs (50 devices) a slice.
   std::vector<json> slices = Slices();
   size_t counter_slices = 0;
   std::vector<size_t> sizes;
@@ -96,13 +97,13 @@ TEST_F(DraMigPublishTest, AnH100NodeWithinThe136Rules) {
     EXPECT_EQ(s["spec"]["pool"]["resourceSliceCount"], 5);
   }
   EXPECT_EQ(counter_slices, 1u);
-  EXPECT_EQ(sizes, (std::vector<size_t>{52, 52, 52, 52}));
+  EXPECT_EQ(sizes, (std::vector<size_t>{50, 50, 50, 50}));
 
   std::map<std::string, json> devices = SliceDevices();
-  const json& gpu = devices["gpu-0"];
-  EXPECT_EQ(gpu["attributes"]["type"]["string"], "gpu");
-  EXPECT_EQ(gpu["consumesCounters"][0]["counterSet"], "gpu-0-counter-set");
-  EXPECT_EQ(gpu["consumesCounters"][0]["counters"].size(), 15u);
+  EXPECT_FALSE(devices.contains("gpu-0"));  // MIG mode is never changed
+  const json& all = devices["gpu-0-mig-7g80gb-0-0"];
+  EXPECT_EQ(all["consumesCounters"][0]["counterSet"], "gpu-0-counter-set");
+  EXPECT_EQ(all["consumesCounters"][0]["counters"].size(), 15u);
   const json& mig = devices["gpu-0-mig-3g40gb-9-4"];
   EXPECT_EQ(mig["attributes"]["type"]["string"], "mig");
   EXPECT_EQ(mig["attributes"]["profile"]["string"], "3g.40gb");
@@ -123,12 +124,13 @@ TEST_F(DraMigPublishTest, AnH100NodeWithinThe136Rules) {
   EXPECT_EQ(pools[0]["devices"], 8 * kPerGpu);
 
   // Allocated as the scheduler allocates: two 3g.40gb fill GPU 0, whose
-  // whole GPU and smaller placements then no longer fit.
+  // 7g.80gb and smaller placements then no longer fit.
   EXPECT_EQ(Allocate("a", {{"profile", "3g.40gb"}}),
             json::array({"gpu-0-mig-3g40gb-9-0"}));
   EXPECT_EQ(Allocate("b", {{"profile", "3g.40gb"}}),
             json::array({"gpu-0-mig-3g40gb-9-4"}));
-  EXPECT_EQ(Allocate("c", {{"type", "gpu"}}), json::array({"gpu-1"}));
+  EXPECT_EQ(Allocate("c", {{"profile", "7g.80gb"}}),
+            json::array({"gpu-1-mig-7g80gb-0-0"}));
   EXPECT_EQ(Allocate("d", {{"profile", "1g.10gb"}}),
             json::array({"gpu-2-mig-1g10gb-19-0"}));
   EXPECT_EQ(Violations(), json::array());
@@ -160,10 +162,14 @@ TEST_F(DraMigPublishTest, AFailingGpuTaintsEveryDeviceOfItsCounterSet) {
   json pools = Pools();
   ASSERT_EQ(pools.size(), 1u);
   EXPECT_EQ(pools[0]["problems"], json::array());
-  EXPECT_EQ(Allocate("x", {{"type", "gpu"}}), json::array({"gpu-0"}));
-  EXPECT_EQ(Allocate("y", {{"type", "gpu"}}), json::array({"gpu-1"}));
-  EXPECT_EQ(Allocate("z", {{"type", "gpu"}}), json::array({"gpu-2"}));
-  EXPECT_EQ(Allocate("w", {{"type", "gpu"}}), json::array({"gpu-4"}));
+  EXPECT_EQ(Allocate("x", {{"profile", "7g.80gb"}}),
+            json::array({"gpu-0-mig-7g80gb-0-0"}));
+  EXPECT_EQ(Allocate("y", {{"profile", "7g.80gb"}}),
+            json::array({"gpu-1-mig-7g80gb-0-0"}));
+  EXPECT_EQ(Allocate("z", {{"profile", "7g.80gb"}}),
+            json::array({"gpu-2-mig-7g80gb-0-0"}));
+  EXPECT_EQ(Allocate("w", {{"profile", "7g.80gb"}}),
+            json::array({"gpu-4-mig-7g80gb-0-0"}));
   // Recovered after the quiet period: the taints go.
   ASSERT_TRUE(WaitForSlices(
       [&](const std::vector<json>&) {
