@@ -93,7 +93,7 @@ absl::Status Preparer::Start() {
   const bool rebooted = read->boot_id != options_.boot_id;
   checkpoint_.claims = std::move(read->claims);
   checkpoint_.boot_id = options_.boot_id;
-  const bool reconciled = ReconcileMigLocked();
+  const bool reconciled = ReconcileMigLocked(rebooted);
   std::vector<std::string> dropped;
   size_t prepared = 0;
   for (auto it = checkpoint_.claims.begin(); it != checkpoint_.claims.end();) {
@@ -132,7 +132,7 @@ absl::Status Preparer::Start() {
   return absl::OkStatus();
 }
 
-bool Preparer::ReconcileMigLocked() {
+bool Preparer::ReconcileMigLocked(bool rebooted) {
   std::set<std::string> gpus;  // the GPUs to look at
   if (base_ != nullptr) {
     for (const auto& [name, p] : base_->dynamic_mig) gpus.insert(p.gpu_uuid);
@@ -156,8 +156,25 @@ bool Preparer::ReconcileMigLocked() {
   }
   bool changed = false;
   std::vector<std::string> drop;
+  // The records whose instances were made here: after a reboot the only
+  // instances of ours.
+  std::set<const MigRecord*> made_now;
   for (auto& [uid, c] : checkpoint_.claims) {
     if (!HasMig(c)) continue;
+    if (c.state != ClaimState::kPrepared && rebooted) {
+      // A reboot destroyed every instance it had made: one at its
+      // placement now was made by someone else since.
+      for (const PreparedDevice& d : c.devices) {
+        if (!d.mig.has_value()) continue;
+        LOG_INFO(
+            "MIG instance {} of {}: its {} was cut short before the node "
+            "rebooted, which destroyed its instances; nothing destroyed",
+            Describe(d.mig->placement), Label(c.ref),
+            c.state == ClaimState::kPreparing ? "prepare" : "unprepare");
+      }
+      drop.push_back(uid);
+      continue;
+    }
     if (c.state != ClaimState::kPrepared) {
       // Cut short by a crash: the kubelet never had its answer (or asks
       // again), so no container uses them.
@@ -203,8 +220,9 @@ bool Preparer::ReconcileMigLocked() {
       const MigGpuInstance* gi = nullptr;
       if (list.ok()) {
         for (const MigGpuInstance& g : *list) {
+          // After a reboot none is ours: whoever made it is not this driver.
           if (g.profile_id == r.placement.profile_id &&
-              g.start == r.placement.start) {
+              g.start == r.placement.start && !rebooted) {
             gi = &g;
           }
         }
@@ -256,6 +274,7 @@ bool Preparer::ReconcileMigLocked() {
       } else {
         s = MakeMig(*mig_, r, nullptr);
         if (s.ok()) {
+          made_now.insert(&r);
           LOG_INFO(
               "MIG instance {} of {}: made again, it was gone (a reboot or a "
               "MIG reset) ({})",
@@ -276,9 +295,12 @@ bool Preparer::ReconcileMigLocked() {
   for (const std::string& uid : drop) {
     auto it = checkpoint_.claims.find(uid);
     if (it->second.state == ClaimState::kPrepared) {
-      // Its instances that are there are its own: destroy them with it.
+      // Its instances that are there are its own (after a reboot, those
+      // made again here): destroy them with it.
       for (const PreparedDevice& d : it->second.devices) {
-        if (d.mig.has_value()) (void)DestroyMig(*mig_, *d.mig, nullptr);
+        if (d.mig.has_value() && (!rebooted || made_now.contains(&*d.mig))) {
+          (void)DestroyMig(*mig_, *d.mig, nullptr);
+        }
       }
       (void)cdi::RemoveSpec(options_.cdi_dir,
                             ClaimSpecFileName(options_.driver_name, uid));

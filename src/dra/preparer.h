@@ -118,7 +118,10 @@ class Preparer {
   // claim whose prepare or unprepare was cut short (a crash) are destroyed
   // and the claim dropped (the kubelet asks again; kept, to retry, when a
   // destroy fails); an instance no claim recorded is left alone and
-  // named (not made by this driver).
+  // named (not made by this driver). After a reboot (another boot ID) no
+  // instance found is adopted or destroyed: the reboot destroyed ours, so
+  // a prepared claim's are made again (its claim dropped when its
+  // placement is taken) and a claim cut short is dropped.
   // Result: OK, or the checkpoint's error (already logged, nothing lost:
   // the file was kept aside), so callers can report it.
   absl::Status Start() ABSL_LOCKS_EXCLUDED(mu_);
@@ -189,7 +192,10 @@ class Preparer {
                                 const PreparedClaim& claim)
       ABSL_LOCKS_EXCLUDED(mu_);
   // The dynamic MIG part of Start; true when the checkpoint changed.
-  bool ReconcileMigLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `rebooted`: the checkpoint is of an earlier boot, whose instances the
+  // reboot destroyed, so none found is adopted or destroyed (whoever made
+  // it since is not this driver).
+  bool ReconcileMigLocked(bool rebooted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The capability nodes of a made MIG device, its GPU instance's and its
   // compute instance's, by number (nvidia-caps' major from
   // <proc_root>/devices, minors from mig-minors, read again when it lacks

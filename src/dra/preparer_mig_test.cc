@@ -481,6 +481,36 @@ TEST_F(PreparerMigTest, StartAdoptsRemakesRemovesAndLeavesOthersAlone) {
   EXPECT_EQ(maker_.On(kGpu).size(), 4u);
 }
 
+TEST_F(PreparerMigTest, AfterARebootNoInstanceFoundIsAdoptedOrDestroyed) {
+  // The checkpoint is of boot 0: the reboot destroyed its instances, so
+  // those at the recorded placements now (GI 7 at 0, GI 8 at 1, GI 9 at 2)
+  // were made since by someone else, e.g. a MIG config applied at boot.
+  maker_.gpus[kGpu] = {
+      {7, 19, 0, 1, {0}}, {8, 19, 1, 1, {0}}, {9, 19, 2, 1, {0}}};
+  const std::vector<MigGpuInstance> theirs = maker_.gpus[kGpu];
+  Checkpoint c;
+  c.boot_id = "boot-0";
+  c.claims["u-kept"] =
+      Recorded("kept", ClaimState::kPrepared, {Made(Placement(19, 0), 1, 0)});
+  c.claims["u-cut"] =
+      Recorded("cut", ClaimState::kPreparing, {Intent(Placement(19, 1))});
+  c.claims["u-going"] = Recorded("going", ClaimState::kUnpreparing,
+                                 {Made(Placement(19, 2), 3, 0)});
+  c.claims["u-gone"] =
+      Recorded("gone", ClaimState::kPrepared, {Made(Placement(19, 4), 2, 0)});
+  ASSERT_TRUE(WriteCheckpoint((dir_ / "cp.json").string(), c).ok());
+  auto p = MakeMigPreparer();
+  ASSERT_TRUE(p->Start().ok());
+  // Theirs left alone; only the free placement's instance made again.
+  std::vector<MigGpuInstance> now = theirs;
+  now.push_back({10, 19, 4, 1, {0}});
+  EXPECT_EQ(maker_.On(kGpu), now);
+  Checkpoint after = Saved();
+  EXPECT_EQ(after.claims.size(), 1u);
+  EXPECT_EQ(after.claims["u-gone"].devices[0].mig->gi_id, 10u);
+  EXPECT_EQ(p->prepared(), 1u);
+}
+
 TEST_F(PreparerMigTest, AClaimLeftBeingPreparedIsUndoneWhenItComesAgain) {
   // Its instance could not be destroyed at start (in use: not ours to
   // wait for), so it stays recorded; once free, its next prepare undoes it
