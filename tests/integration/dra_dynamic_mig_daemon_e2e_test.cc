@@ -62,8 +62,8 @@ class DraDynamicMigDaemonTest : public DraTest {
         {"--feature-gates", "DynamicMIG=true", "--rediscover-interval=200ms"},
         kMachine);
     Registered();
-    // 8 GPUs, each the whole GPU and 25 profile placements.
-    ASSERT_TRUE(WaitForDevices(8 * 26)) << plugin_->Stderr();
+    // 8 GPUs, each 25 profile placements.
+    ASSERT_TRUE(WaitForDevices(8 * 25)) << plugin_->Stderr();
   }
 
   // Claim `name` allocated by the emulator as the scheduler would, one
@@ -128,7 +128,7 @@ TEST_F(DraDynamicMigDaemonTest, PrepareMakesUnprepareDestroysRestartAdopts) {
   absl::SleepFor(absl::Milliseconds(600));
   EXPECT_THAT(plugin_->Stderr(),
               ::testing::Not(HasSubstr("The node's GPUs changed")));
-  EXPECT_EQ(SliceDevices().size(), 8u * 26);
+  EXPECT_EQ(SliceDevices().size(), 8u * 25);
 
   // A claim of the placement of the instance someone else made (the
   // scheduler does not see it) fails, naming it, and destroys nothing.
