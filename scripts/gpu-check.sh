@@ -42,6 +42,11 @@ pack() {
     exit 1
   fi
   echo "== packing into $out"
+  # Replaces an earlier pack only: never a directory of something else.
+  if [ -d "$out" ] && [ -n "$(ls -A "$out")" ] && [ ! -e "$out/bin/gpu-device-plugin" ]; then
+    echo "gpu-check.sh: $out is not empty and holds no earlier pack (no bin/gpu-device-plugin); not removing it: name a new directory" >&2
+    exit 2
+  fi
   rm -rf "$out"
   mkdir -p "$out"/{bin,lib,fake/machines,kube/schemas,py/site}
 
