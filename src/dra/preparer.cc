@@ -93,7 +93,10 @@ absl::Status Preparer::Start() {
   const bool rebooted = read->boot_id != options_.boot_id;
   checkpoint_.claims = std::move(read->claims);
   checkpoint_.boot_id = options_.boot_id;
-  const bool reconciled = ReconcileMigLocked(rebooted);
+  // A boot ID that could not be read (either) proves no reboot: the
+  // instances found are then taken as this boot's.
+  const bool reconciled = ReconcileMigLocked(
+      rebooted && !read->boot_id.empty() && !options_.boot_id.empty());
   std::vector<std::string> dropped;
   size_t prepared = 0;
   for (auto it = checkpoint_.claims.begin(); it != checkpoint_.claims.end();) {
