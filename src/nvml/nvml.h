@@ -242,7 +242,8 @@ class Nvml {
   // without MIG, and when the library lacks nvmlDeviceGetMigMode.
   absl::StatusOr<bool> MigEnabled(nvmlDevice_t device) const;
   // How many MIG devices GPU `gpu` can hold: the bound of the indexes to
-  // try with MigDeviceByIndex (0 without MIG enabled).
+  // try with MigDeviceByIndex (0 without MIG enabled). OutOfRange, naming
+  // the count, for more than 64 (no GPU holds that many: a bad answer).
   absl::StatusOr<unsigned> MaxMigDeviceCount(nvmlDevice_t gpu) const;
   // The handle of MIG device `index` of GPU `gpu`; NotFound
   // (NVML_ERROR_NOT_FOUND) when there is none at that index (indexes may

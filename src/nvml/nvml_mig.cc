@@ -30,10 +30,17 @@ absl::StatusOr<bool> Nvml::MigEnabled(nvmlDevice_t device) const {
 }
 
 absl::StatusOr<unsigned> Nvml::MaxMigDeviceCount(nvmlDevice_t gpu) const {
+  // NVIDIA's GPUs hold at most 7 MIG devices; callers loop over the count.
+  constexpr unsigned kMaxMigDevices = 64;
   unsigned count = 0;
   absl::Status s = CallOptional(fns_->nvmlDeviceGetMaxMigDeviceCount,
                                 "nvmlDeviceGetMaxMigDeviceCount", gpu, &count);
   if (!s.ok()) return s;
+  if (count > kMaxMigDevices) {
+    return absl::OutOfRangeError(absl::StrCat(
+        "nvmlDeviceGetMaxMigDeviceCount: ", count,
+        " MIG devices, more than the ", kMaxMigDevices, " a GPU can hold"));
+  }
   return count;
 }
 
