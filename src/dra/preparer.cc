@@ -638,6 +638,39 @@ std::map<std::string, PrepareResult> Preparer::Prepare(
   return out;
 }
 
+std::string Preparer::OccupiedLocked(
+    const PreparedClaim& claim,
+    const std::map<std::string, std::vector<MigGpuInstance>>& instances) const {
+  for (const PreparedDevice& d : claim.devices) {
+    if (!d.mig.has_value()) continue;
+    const MigPlacement& want = d.mig->placement;
+    auto listed = instances.find(want.gpu_uuid);
+    if (listed == instances.end()) continue;
+    for (const MigGpuInstance& gi : listed->second) {
+      MigPlacement held = want;
+      held.start = gi.start;
+      held.size = gi.size;
+      if (!Overlaps(held, want)) continue;
+      bool ours = false;  // a prepared claim's: the checkpoint check says so
+      for (const auto& [uid, c] : checkpoint_.claims) {
+        for (const PreparedDevice& o : c.devices) {
+          ours = ours || (o.mig.has_value() &&
+                          o.mig->placement.gpu_uuid == want.gpu_uuid &&
+                          Overlaps(o.mig->placement, held));
+        }
+      }
+      if (ours) continue;
+      return absl::StrCat("making MIG device ", d.device, ": ", Describe(want),
+                          " is occupied by GPU instance ", gi.gi_id,
+                          " (profile ID ", gi.profile_id, ", memory slices ",
+                          gi.start, "-", gi.start + gi.size - 1,
+                          "), which this driver did not make; nothing was "
+                          "destroyed");
+    }
+  }
+  return "";
+}
+
 PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
                                    CallBudget& caller) {
   PrepareResult result;
@@ -762,6 +795,24 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
     }
     prepared.devices.push_back(std::move(p));
   }
+  // A placement held by a GPU instance we did not make, checked before the
+  // intent is recorded (listed outside the lock, judged under it against
+  // the checkpoint): a crash after the intent is undone at the next start
+  // by destroying what sits at its placements, which must then be ours.
+  // Where the listing fails, making the instance says why.
+  std::map<std::string, std::vector<MigGpuInstance>> instances;
+  if (HasMig(prepared)) {
+    for (const PreparedDevice& d : prepared.devices) {
+      if (!d.mig.has_value() || instances.contains(d.mig->placement.gpu_uuid)) {
+        continue;
+      }
+      absl::StatusOr<std::vector<MigGpuInstance>> listed =
+          mig_->List(d.mig->placement.gpu_uuid);
+      if (listed.ok()) {
+        instances.emplace(d.mig->placement.gpu_uuid, *std::move(listed));
+      }
+    }
+  }
   {  // mu_
     absl::MutexLock lock(&mu_);
     if (std::string conflict = WholeAndShared(prepared); !conflict.empty()) {
@@ -784,6 +835,10 @@ PrepareResult Preparer::PrepareNew(const ClaimRef& ref, absl::Time deadline,
           "kubelet asks again if a pod still needs it)");
       LOG_WARN("Cannot prepare {}", result.error);
       return result;
+    }
+    if (std::string occupied = OccupiedLocked(prepared, instances);
+        !occupied.empty()) {
+      return fail(occupied);
     }
     if (HasMig(prepared)) {
       for (const auto& [uid, c] : checkpoint_.claims) {

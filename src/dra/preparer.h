@@ -180,6 +180,13 @@ class Preparer {
   // Prepares one claim not in the checkpoint.
   PrepareResult PrepareNew(const ClaimRef& ref, absl::Time deadline,
                            CallBudget& caller) ABSL_LOCKS_EXCLUDED(mu_);
+  // The error of a claim one of whose MIG placements overlaps a GPU instance
+  // of `instances` (GPU UUID -> what NVML listed) that no claim in the
+  // checkpoint holds, naming it; "" when none does.
+  std::string OccupiedLocked(
+      const PreparedClaim& claim,
+      const std::map<std::string, std::vector<MigGpuInstance>>& instances) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes the MIG instances of `claim` (recorded as being prepared) and
   // records it prepared; on failure undoes what it made. Result: the
   // claim's error, "" on success.

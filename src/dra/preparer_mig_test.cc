@@ -252,7 +252,9 @@ TEST_F(PreparerMigTest, AnOccupiedPlacementFailsTheClaimAndDestroysNothing) {
   EXPECT_THAT(error, HasSubstr("nothing was destroyed"));
   EXPECT_THAT(maker_.On(kGpu), ElementsAre(MigGpuInstance{7, 14, 2, 2, {0}}));
   EXPECT_EQ(maker_.calls["DestroyGpuInstance"], 0);
-  EXPECT_THAT(Saved().claims, IsEmpty());
+  // Refused before its intent was recorded: nothing was written.
+  EXPECT_EQ(maker_.calls["CreateGpuInstance"], 0);
+  EXPECT_FALSE(fs::exists(dir_ / "cp.json"));
   EXPECT_FALSE(fs::exists(SpecPath("u-one")));
 }
 
