@@ -4,7 +4,7 @@
 #               default, and Debug build too)
 #   build-asan/ clang with AddressSanitizer, UndefinedBehaviorSanitizer and
 #               -Wthread-safety (checks the ABSL_GUARDED_BY annotations)
-# then fuzzes each libFuzzer target for 45 s (scripts/fuzz.sh), and,
+# then fuzzes each libFuzzer target for 30 s (scripts/fuzz.sh), and,
 # once, after the GCC tests, the runtime tests (tests/runtime/run.py:
 # the image built and run by podman, workload containers from the plugin's
 # answers), which need root, podman and runc (see the README).
@@ -34,4 +34,4 @@ cmake --build build-asan -j"$jobs"
   ctest --output-on-failure -j"$jobs" --timeout 240)
 
 echo "== fuzzing (bounded; fuzz/)"
-./scripts/fuzz.sh build-asan 45
+./scripts/fuzz.sh build-asan 30
