@@ -25,60 +25,13 @@ namespace {
 // in another format: the two never read each other's).
 constexpr char kCheckpointFile[] = "gdp-checkpoint.json";
 
-// The unsigned number `text` is, if it is one.
-std::optional<unsigned> Number(absl::string_view text) {
-  unsigned n = 0;
-  if (text.empty() || !absl::SimpleAtoi(text, &n)) return std::nullopt;
-  return n;
-}
-
-// The dynamic MIG devices of `inventory` (a device consuming counters
-// named "gpu-<minor>-mig-<profile>-<GI profile ID>-<start>": a MIG profile
-// placement of a GPU published partitionable) and what each makes, from
-// its GPU's MIG profiles (GpuInfo::mig_profiles). A device whose GPU,
-// profile or placement is not found is left out, logged (its claims fail).
+// The dynamic MIG devices of `inventory` (MIG profile placements of GPUs
+// published partitionable) and what each makes.
 std::map<std::string, MigPlacement> DynamicMig(
-    const std::vector<DraDevice>& inventory, const NodeGpus& node) {
+    const std::vector<DraDevice>& inventory) {
   std::map<std::string, MigPlacement> out;
   for (const DraDevice& d : inventory) {
-    if (d.consumes_counters.empty()) continue;
-    const std::vector<std::string> parts = absl::StrSplit(d.name, '-');
-    if (parts.size() < 6 || parts[0] != "gpu" || parts[2] != "mig") continue;
-    std::optional<unsigned> minor = Number(parts[1]);
-    std::optional<unsigned> id = Number(parts[parts.size() - 2]);
-    std::optional<unsigned> start = Number(parts.back());
-    const GpuInfo* gpu = nullptr;
-    for (const GpuInfo& g : node.gpus) {
-      if (minor.has_value() && g.minor == *minor) gpu = &g;
-    }
-    const MigProfilePlacements* profile = nullptr;
-    if (gpu != nullptr && id.has_value()) {
-      for (const MigProfilePlacements& m : gpu->mig_profiles) {
-        if (m.profile_id == *id) profile = &m;
-      }
-    }
-    const nvmlGpuInstancePlacement_t* placement = nullptr;
-    if (profile != nullptr && start.has_value()) {
-      for (const nvmlGpuInstancePlacement_t& p : profile->placements) {
-        if (p.start == *start) placement = &p;
-      }
-    }
-    if (placement == nullptr) {
-      LOG_WARN(
-          "DRA device {} consumes counters but is not a MIG profile placement "
-          "of this node's GPUs; claims of it fail",
-          d.name);
-      continue;
-    }
-    MigPlacement p;
-    p.gpu_uuid = gpu->uuid;
-    p.gpu_minor = gpu->minor;
-    p.profile = profile->name;
-    p.profile_id = profile->profile_id;
-    p.ci_profile_id = profile->ci_profile_id;
-    p.start = placement->start;
-    p.size = placement->size;
-    out[d.name] = std::move(p);
+    if (d.mig_placement.has_value()) out[d.name] = *d.mig_placement;
   }
   return out;
 }
@@ -208,7 +161,7 @@ absl::Status DraDriver::Apply(const NodeGpus& node,
   if (options_.inventory.shares.mode == ConsumableShares::Mode::kCount) {
     base->share_count = static_cast<uint64_t>(options_.inventory.shares.count);
   }
-  base->dynamic_mig = DynamicMig(*inventory, node);
+  base->dynamic_mig = DynamicMig(*inventory);
 
   // Devices that stay keep what health monitoring learned; the daemon
   // pushes the rest.

@@ -277,6 +277,13 @@ std::vector<DraDevice> Partitioned(const GpuInfo& g, const NodeGpus& node) {
         take.counters[MemorySliceCounter(s)] = 1;
       }
       d.consumes_counters = {std::move(take)};
+      d.mig_placement = MigPlacement{.gpu_uuid = g.uuid,
+                                     .gpu_minor = g.minor,
+                                     .profile = p.name,
+                                     .profile_id = p.profile_id,
+                                     .ci_profile_id = p.ci_profile_id,
+                                     .start = pl.start,
+                                     .size = pl.size};
       d.device.id = d.name;
       d.device.numa_node = g.numa_node;
       d.device.gpu_index = g.index;

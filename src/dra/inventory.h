@@ -19,6 +19,7 @@
 #include "device/gpu.h"
 #include "device/memory_limit_support.h"
 #include "device/mig_caps.h"
+#include "dra/dynamic_mig.h"
 #include "topology/node_topology.h"
 
 namespace gdp::dra {
@@ -100,6 +101,10 @@ struct DraDevice {
   // its GPU's counter set when allocated (a MIG profile placement: its
   // share and its memory slices). Empty otherwise.
   std::vector<CounterConsumption> consumes_counters;
+  // A MIG profile placement of a GPU published partitionable: what its
+  // prepare makes (the GPU, profile, compute profile and memory slices).
+  // None for every other device.
+  std::optional<MigPlacement> mig_placement;
   // On the first device of a GPU published partitionable: that GPU's
   // counter set, which the publisher puts in a slice of counters only
   // (1.35+: a slice holds devices or shared counters, not both); never
