@@ -21,38 +21,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "bench/dra_bench_kit.h"
 #include "cdi/memory_limit.h"
 #include "device/device_set.h"
 #include "dra/preparer.h"
 
 namespace gdp::bench {
 namespace {
-
-class MapReader final : public dra::ClaimReader {
- public:
-  absl::StatusOr<dra::AllocatedClaim> Read(const dra::ClaimRef& ref, absl::Time,
-                                           CallBudget&) override {
-    absl::MutexLock lock(&mu_);
-    auto it = claims_.find(ref.uid);
-    if (it == claims_.end()) {
-      return absl::NotFoundError(absl::StrCat("no claim ", ref.uid));
-    }
-    return it->second;
-  }
-  void Add(dra::AllocatedClaim c) {
-    absl::MutexLock lock(&mu_);
-    claims_[c.ref.uid] = std::move(c);
-  }
-
- private:
-  absl::Mutex mu_;
-  std::map<std::string, dra::AllocatedClaim> claims_ ABSL_GUARDED_BY(mu_);
-};
-
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * v.size()))];
-}
 
 int Run(int claims, const std::string& dir) {
   std::filesystem::remove_all(dir);

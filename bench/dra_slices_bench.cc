@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/dra_bench_kit.h"
 #include "device/gpu.h"
 #include "dra/inventory.h"
 #include "dra/publisher.h"
@@ -47,12 +48,6 @@ constexpr char kDriver[] = "gpu.nvidia.com";
 int Fail(const std::string& what) {
   std::fprintf(stderr, "dra_slices_bench: %s\n", what.c_str());
   return 1;
-}
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
 }
 
 // Microseconds of f(), the median of `n` runs.
