@@ -105,19 +105,12 @@ class DraSharesTest(memory_limit_test.LimitChecks, fixture.RuntimeTest):
         "consumedCapacity": {"memory": memory}}]}}}
     uid = api.client.update("resourceclaims", claim, namespace="ns",
                             status=True)["metadata"]["uid"]
-    kubelet.write_line("prepare %s ns/%s/%s" % (emulator_fixture.DRIVER,
-                                                name, uid))
-    prepared = kubelet.next_json(
-        lambda e: e.get("event") in ("prepare", "prepare_failed"))
-    self.assertEqual((prepared or {}).get("event"), "prepare",
-                     "%s%s" % (prepared, self.logs()))
-    answer = prepared["claims"].get(uid, {})
-    self.assertEqual(answer.get("error"), "", prepared)
+    answer, names = self.prepare_claim(kubelet, name, uid,
+                                       emulator_fixture.DRIVER)
     self.assertEqual([d.get("share_id") for d in answer["devices"]], [share],
-                     prepared)
-    names = [n for d in answer["devices"] for n in d["cdi_ids"]]
+                     answer)
     self.assertEqual(names, ["%s=%s-gpu-0-share-%s" % (KIND, uid, share)],
-                     prepared)
+                     answer)
     return uid, names
 
   def start_container(self, what, names, check=True):

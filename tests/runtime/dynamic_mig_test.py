@@ -113,17 +113,9 @@ class DynamicMigTest(fixture.RuntimeTest):
         "device": device}]}}}
     uid = api.client.update("resourceclaims", claim, namespace="ns",
                             status=True)["metadata"]["uid"]
-    kubelet.write_line("prepare %s ns/%s/%s" % (emulator_fixture.DRIVER,
-                                                name, uid))
-    prepared = kubelet.next_json(
-        lambda e: e.get("event") in ("prepare", "prepare_failed"))
-    self.assertEqual((prepared or {}).get("event"), "prepare",
-                     "%s%s" % (prepared, self.logs()))
-    answer = prepared["claims"].get(uid, {})
-    self.assertEqual(answer.get("error"), "", "%s%s" % (prepared,
-                                                        self.logs()))
-    names = [n for d in answer.get("devices", []) for n in d["cdi_ids"]]
-    self.assertEqual(len(names), 1, prepared)
+    answer, names = self.prepare_claim(kubelet, name, uid,
+                                       emulator_fixture.DRIVER)
+    self.assertEqual(len(names), 1, answer)
     self.assertTrue(names[0].startswith("k8s.gpu.nvidia.com/claim="), names)
     return uid, names
 

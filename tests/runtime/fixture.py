@@ -182,6 +182,21 @@ class RuntimeTest(unittest.TestCase):
     return "".join("\n--- %s:\n%s" % (" ".join(p.argv[:2]), p.stderr())
                    for p in self.processes)
 
+  def prepare_claim(self, kubelet, name, uid, driver="gpu.nvidia.com"):
+    """Has `kubelet` (dpctl dra-kubelet) prepare claim ns/<name>/<uid>;
+    fails the test unless the claim was prepared without an error. Returns
+    the claim's answer (its devices) and its CDI device names."""
+    kubelet.write_line("prepare %s ns/%s/%s" % (driver, name, uid))
+    prepared = kubelet.next_json(
+        lambda e: e.get("event") in ("prepare", "prepare_failed"))
+    self.assertEqual((prepared or {}).get("event"), "prepare",
+                     "%s%s" % (prepared, self.logs()))
+    answer = prepared["claims"].get(uid, {})
+    self.assertEqual(answer.get("error"), "", "%s%s" % (prepared,
+                                                        self.logs()))
+    names = [n for d in answer.get("devices", []) for n in d["cdi_ids"]]
+    return answer, names
+
   def make_root(self, machine, driver=False):
     """`fake-nvml rootfs --device-nodes char` into <dir>/root; with
     `driver`, the fake NVML installed there as a driver would be (for CDI

@@ -153,14 +153,8 @@ class NvidiaHooksTest(fixture.RuntimeTest):
           "--nvidia-cdi-hook-path", hook], root)
       reg = kubelet.next_json(lambda e: e.get("event") == "registered")
       self.assertTrue(reg and reg.get("ok"), "%s%s" % (reg, self.logs()))
-      kubelet.write_line("prepare gpu.nvidia.com ns/gpu-claim/" + uid)
-      prepared = kubelet.next_json(
-          lambda e: e.get("event") in ("prepare", "prepare_failed"))
-      self.assertEqual((prepared or {}).get("event"), "prepare",
-                       "%s%s" % (prepared, self.logs()))
-      names = [n for d in prepared["claims"][uid].get("devices", [])
-               for n in d["cdi_ids"]]
-      self.assertEqual(len(names), 1, prepared)
+      answer, names = self.prepare_claim(kubelet, "gpu-claim", uid)
+      self.assertEqual(len(names), 1, answer)
       minors = workload_test.gpu_minors("dgx-a100")
       given = [minors[workload_test.gpu_uuid("dgx-a100", 3)]]
       probes = workload_test.other_gpus(minors.values(), given)

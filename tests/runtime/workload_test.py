@@ -232,16 +232,8 @@ class WorkloadTest(fixture.RuntimeTest):
           "--cdi-spec-dir", self.path("cdi"), "--driver-root", root], root)
       reg = kubelet.next_json(lambda e: e.get("event") == "registered")
       self.assertTrue(reg and reg.get("ok"), "%s%s" % (reg, self.logs()))
-      kubelet.write_line("prepare gpu.nvidia.com ns/gpu-claim/" + uid)
-      prepared = kubelet.next_json(
-          lambda e: e.get("event") in ("prepare", "prepare_failed"))
-      self.assertEqual((prepared or {}).get("event"), "prepare",
-                       "%s%s" % (prepared, self.logs()))
-      claim_answer = prepared["claims"].get(uid, {})
-      self.assertEqual(claim_answer.get("error"), "", prepared)
-      names = [n for d in claim_answer.get("devices", [])
-               for n in d["cdi_ids"]]
-      self.assertEqual(len(names), 1, prepared)
+      claim_answer, names = self.prepare_claim(kubelet, "gpu-claim", uid)
+      self.assertEqual(len(names), 1, claim_answer)
       self.assertTrue(names[0].startswith("k8s.gpu.nvidia.com/claim="),
                       names)
       # gpu-3 is the GPU of NVML index 3.
