@@ -139,7 +139,10 @@ TEST_F(DraMigPublishTest, AnH100NodeWithinThe136Rules) {
 TEST_F(DraMigPublishTest, AFailingGpuTaintsEveryDeviceOfItsCounterSet) {
   StartAll();
   ASSERT_TRUE(WaitForDevices(8 * kPerGpu)) << plugin_->Stderr();
-  Control("xid 3 32");  // PBDMA error: recoverable after a quiet period
+  // Double-bit ECC needs a reset, so the taint stays however slowly the
+  // allocations below run (a recoverable XID's quiet period raced them
+  // under ASan on a loaded machine); recovery is dra_health_e2e_test's.
+  Control("xid 3 48");
   ASSERT_TRUE(WaitForSlices([&](const std::vector<json>&) {
     for (const auto& [name, taints] : TaintsOf("gpu-3")) {
       if (taints.empty()) return false;
@@ -151,7 +154,7 @@ TEST_F(DraMigPublishTest, AFailingGpuTaintsEveryDeviceOfItsCounterSet) {
   for (const auto& [name, taints] : tainted) {
     ASSERT_EQ(taints.size(), 1u) << name;
     EXPECT_EQ(taints[0]["key"], "gpu.nvidia.com/xid") << name;
-    EXPECT_EQ(taints[0]["value"], "32") << name;
+    EXPECT_EQ(taints[0]["value"], "48") << name;
   }
   for (const auto& [name, taints] : TaintsOf("gpu-2")) {
     EXPECT_EQ(taints, json::array()) << name;
@@ -170,16 +173,6 @@ TEST_F(DraMigPublishTest, AFailingGpuTaintsEveryDeviceOfItsCounterSet) {
             json::array({"gpu-2-mig-7g80gb-0-0"}));
   EXPECT_EQ(Allocate("w", {{"profile", "7g.80gb"}}),
             json::array({"gpu-4-mig-7g80gb-0-0"}));
-  // Recovered after the quiet period: the taints go.
-  ASSERT_TRUE(WaitForSlices(
-      [&](const std::vector<json>&) {
-        for (const auto& [name, taints] : TaintsOf("gpu-3")) {
-          if (!taints.empty()) return false;
-        }
-        return true;
-      },
-      absl::Seconds(20)))
-      << plugin_->Stderr();
 }
 
 TEST_F(DraMigPublishTest, WithoutTheGateTheMigDevicesThatExist) {
