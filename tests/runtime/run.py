@@ -2,14 +2,16 @@
 """The runtime suite: real container engine, OCI runtime and CDI reader.
 
   /usr/bin/python3 tests/runtime/run.py --build build [-k PATTERN]
+      [--dockerfile]
 
 Needs root, podman, runc, debootstrap (scripts/deps.sh installs them) and,
 the first time, a reachable Debian mirror (the base image is pulled, or,
 where no registry answers, made with debootstrap and cached in
 BUILD/runtime-cache). Checks first that podman
 can start a container: if it cannot, prints one line saying why and exits
-1. Then runs image_test.py (the Dockerfile built and run as the DaemonSet
-runs it) and workload_test.py (containers from the plugin's answers), and
+1. Then runs image_test.py (the image built, by the Dockerfile's last stage
+from the build under test, or with --dockerfile by the whole Dockerfile,
+and run as the DaemonSet runs it) and workload_test.py (containers from the plugin's answers), and
 removes every container and image it made (the base image stays), also
 when a test fails or the run is interrupted. Exit 0 when all passed.
 """
@@ -31,7 +33,13 @@ def main():
                       help="the CMake build directory (GCC build)")
   parser.add_argument("-k", dest="patterns", action="append", default=[],
                       help="only tests whose name contains this")
+  parser.add_argument("--dockerfile", action="store_true",
+                      help="build the image with the whole Dockerfile "
+                      "(compiling in its first stage) rather than from "
+                      "the build under test")
   opts = parser.parse_args()
+  if opts.dockerfile:
+    os.environ["GDP_RUNTIME_DOCKERFILE"] = "1"
   os.environ["GDP_BUILD_DIR"] = os.path.abspath(opts.build)
   os.environ["GDP_SOURCE_DIR"] = os.path.abspath(os.path.join(HERE, "..",
                                                               ".."))
@@ -81,8 +89,9 @@ def main():
       ok = False
   import image_test
   if "seconds" in image_test.BUILD:
-    print("runtime tests: image built in %.0f s, %.1f MB" % (
-        image_test.BUILD["seconds"], image_test.BUILD["bytes"] / 1e6))
+    print("runtime tests: image built (%s) in %.0f s, %.1f MB" % (
+        image_test.BUILD["how"], image_test.BUILD["seconds"],
+        image_test.BUILD["bytes"] / 1e6))
   print("runtime tests: %s in %.0f s" % ("passed" if ok else "FAILED",
                                          time.monotonic() - start))
   return 0 if ok else 1
