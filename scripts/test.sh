@@ -11,8 +11,6 @@
 # answers), which need root, podman and runc (see the README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/deps.sh
-jobs=$(nproc)
 # Each phase's time, printed as it ends and again at the end, so a CI log
 # shows where the 45 minutes go.
 times=()
@@ -32,6 +30,9 @@ report_times() {
   echo "  total $SECONDS s"
 }
 trap report_times EXIT
+
+./scripts/deps.sh
+jobs=$(nproc)
 
 phase "GCC build"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
