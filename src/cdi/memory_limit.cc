@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "cdi/nvidia_hooks.h"
 
 namespace gdp::cdi {
 namespace {
@@ -67,16 +68,22 @@ absl::Status CheckHook(const MemoryLimitHook& hook) {
   return absl::OkStatus();
 }
 
-// The hook entry: args[0], the subcommand, the driver root, then `extra`.
+// The hook entry: args[0] (for NVIDIA's, "nvidia-ctk", "hook" where the
+// path is nvidia-ctk), the subcommand, the driver root, then `extra`.
 CdiDevice::Hook HookEntry(const MemoryLimitHook& hook,
                           std::vector<std::string> extra) {
   CdiDevice::Hook h;
   h.hook_name = kMemoryLimitHookStage;
   h.path = hook.path;
-  bool ours = hook.kind == MemoryLimitHook::Kind::kOurs;
-  h.args = {ours ? kOurHookName : kNvidiaHookName,
-            ours ? kOurHookCommand : kNvidiaHookCommand, "--driver-root",
-            hook.driver_root};
+  if (hook.kind == MemoryLimitHook::Kind::kOurs) {
+    h.args = {kOurHookName, kOurHookCommand};
+  } else {
+    // As NVIDIA's other hooks: "nvidia-ctk hook ..." for nvidia-ctk.
+    h.args = NvidiaHookCommand(hook.path);
+    h.args.push_back(kNvidiaHookCommand);
+  }
+  h.args.push_back("--driver-root");
+  h.args.push_back(hook.driver_root);
   for (std::string& a : extra) h.args.push_back(std::move(a));
   h.timeout_seconds = kMemoryLimitHookTimeoutSeconds;
   return h;

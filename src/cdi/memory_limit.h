@@ -65,7 +65,9 @@ inline constexpr int kMemoryLimitHookTimeoutSeconds = 30;
 inline constexpr char kOurHookName[] = "gdp-cdi-hook";
 inline constexpr char kOurHookCommand[] = "apply-memory-limits";
 // NVIDIA's hook (nvidia-container-toolkit, cmd/nvidia-cdi-hook): args[0]
-// and its subcommand; our hook accepts this subcommand too.
+// and its subcommand; our hook accepts this subcommand too. A hook path
+// whose base name is nvidia-ctk runs it as "nvidia-ctk hook
+// apply-cuda-memory-limits" (NvidiaHookCommand).
 inline constexpr char kNvidiaHookName[] = "nvidia-cdi-hook";
 inline constexpr char kNvidiaHookCommand[] = "apply-cuda-memory-limits";
 // NVIDIA's env contract, whole MiB.

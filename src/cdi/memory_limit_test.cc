@@ -92,6 +92,19 @@ TEST(AddShareLimitTest, NvidiaUsesItsEnvAndHook) {
                   "--driver-root", "/run/nvidia/driver", "--gpu-id", kGpu1));
 }
 
+TEST(AddShareLimitTest, NvidiaCtkRunsTheHookAsItsSubcommand) {
+  CdiDevice d;
+  MemoryLimitHook ctk = Nvidia();
+  ctk.path = "/usr/bin/nvidia-ctk";
+  ASSERT_TRUE(AddShareLimit(ctk, kGpu1, 30 * kGiB, "u-2", &d).ok());
+  ASSERT_EQ(d.hooks.size(), 1u);
+  EXPECT_EQ(d.hooks[0].path, "/usr/bin/nvidia-ctk");
+  EXPECT_THAT(
+      d.hooks[0].args,
+      ElementsAre("nvidia-ctk", "hook", "apply-cuda-memory-limits",
+                  "--driver-root", "/run/nvidia/driver", "--gpu-id", kGpu1));
+}
+
 TEST(AddShareLimitTest, RefusesBadInputLeavingTheDevice) {
   struct Case {
     const char* name;

@@ -131,8 +131,9 @@ absl::Status ValidateShares(const Config& c, const Checker& check) {
       c.memory_limit_hook_path == kDefaultMemoryLimitHookPath) {
     return check.Error(
         "--memory-limit-hook-path",
-        absl::StrCat("must name the container toolkit's nvidia-cdi-hook on "
-                     "the host (for example /usr/bin/nvidia-cdi-hook) with "
+        absl::StrCat("must name the container toolkit's nvidia-cdi-hook (or "
+                     "nvidia-ctk) on the host (for example "
+                     "/usr/bin/nvidia-cdi-hook) with "
                      "--memory-limit-hook=nvidia; ",
                      kDefaultMemoryLimitHookPath, " is ours"));
   }
