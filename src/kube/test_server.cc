@@ -1,6 +1,8 @@
 #include "kube/test_server.h"
 
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -101,7 +103,17 @@ absl::Status TestServer::Start(int port, const std::string& host) {
     return absl::UnavailableError(
         absl::StrCat("test server cannot listen on ", host, ":", port));
   }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  thread_ = std::thread([this] {
+    // cpp-httplib 0.11 writes without MSG_NOSIGNAL, so a client hanging up
+    // mid-answer raised SIGPIPE and killed the whole test binary (seen in
+    // PublisherTest's two writers). Blocked in this thread, and so in the
+    // worker threads httplib starts from it, the write fails with EPIPE.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    server_->listen_after_bind();
+  });
   // Stop() only works once the server runs; wait for that (briefly).
   while (!server_->is_running()) absl::SleepFor(absl::Milliseconds(1));
   return absl::OkStatus();
