@@ -115,9 +115,14 @@ class DaemonTest : public ::testing::Test {
     node_ = *node;
     daemon_ = std::make_unique<Daemon>(*nvml_, config, std::move(state));
     ASSERT_TRUE(daemon_->Start(*std::move(node)).ok());
+    // Registered on both sides: the fake kubelet counts a registration
+    // when it receives it, the plugin only once the kubelet's answer is
+    // back (a test checking p.registered right after raced that answer).
     ASSERT_TRUE(Eventually([&] {
       for (const PluginStatus& p : daemon_->Plugins()) {
-        if (kubelet_->registered(p.resource) == 0) return false;
+        if (kubelet_->registered(p.resource) == 0 || !p.registered) {
+          return false;
+        }
       }
       return true;
     }));
