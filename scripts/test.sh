@@ -16,15 +16,18 @@ cd "$(dirname "$0")/.."
 times=()
 phase_start=$SECONDS
 phase_name="deps"
-phase() {
+end_phase() {
   times+=("$(printf '%-28s %5d s' "$phase_name" $((SECONDS - phase_start)))")
   echo "== ${times[-1]}"
+}
+phase() {
+  end_phase
   phase_name=$1
   phase_start=$SECONDS
   echo "== $1"
 }
 report_times() {
-  times+=("$(printf '%-28s %5d s' "$phase_name" $((SECONDS - phase_start)))")
+  end_phase
   echo "== time per phase:"
   printf '  %s\n' "${times[@]}"
   echo "  total $SECONDS s"

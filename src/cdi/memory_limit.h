@@ -64,11 +64,9 @@ inline constexpr int kMemoryLimitHookTimeoutSeconds = 30;
 // Our hook: args[0] and its subcommand.
 inline constexpr char kOurHookName[] = "gdp-cdi-hook";
 inline constexpr char kOurHookCommand[] = "apply-memory-limits";
-// NVIDIA's hook (nvidia-container-toolkit, cmd/nvidia-cdi-hook): args[0]
-// and its subcommand; our hook accepts this subcommand too. A hook path
-// whose base name is nvidia-ctk runs it as "nvidia-ctk hook
-// apply-cuda-memory-limits" (NvidiaHookCommand).
-inline constexpr char kNvidiaHookName[] = "nvidia-cdi-hook";
+// NVIDIA's hook's subcommand (nvidia-container-toolkit, cmd/nvidia-cdi-hook),
+// after args[0] as NvidiaHookCommand gives it ("nvidia-cdi-hook", or
+// "nvidia-ctk", "hook"); our hook accepts this subcommand too.
 inline constexpr char kNvidiaHookCommand[] = "apply-cuda-memory-limits";
 // NVIDIA's env contract, whole MiB.
 inline constexpr char kNvidiaLimitEnv[] = "NVIDIA_GPU_MEMORY_LIMIT";

@@ -641,6 +641,16 @@ std::map<std::string, PrepareResult> Preparer::Prepare(
 std::string Preparer::OccupiedLocked(
     const PreparedClaim& claim,
     const std::map<std::string, std::vector<MigGpuInstance>>& instances) const {
+  // Whether a claim in the checkpoint holds a MIG device overlapping `p`
+  // (ours, then: the checkpoint's own overlap check judges it).
+  auto checkpoint_holds = [&](const MigPlacement& p) {
+    for (const auto& [uid, c] : checkpoint_.claims) {
+      for (const PreparedDevice& o : c.devices) {
+        if (o.mig.has_value() && Overlaps(o.mig->placement, p)) return true;
+      }
+    }
+    return false;
+  };
   for (const PreparedDevice& d : claim.devices) {
     if (!d.mig.has_value()) continue;
     const MigPlacement& want = d.mig->placement;
@@ -650,16 +660,7 @@ std::string Preparer::OccupiedLocked(
       MigPlacement held = want;
       held.start = gi.start;
       held.size = gi.size;
-      if (!Overlaps(held, want)) continue;
-      bool ours = false;  // a prepared claim's: the checkpoint check says so
-      for (const auto& [uid, c] : checkpoint_.claims) {
-        for (const PreparedDevice& o : c.devices) {
-          ours = ours || (o.mig.has_value() &&
-                          o.mig->placement.gpu_uuid == want.gpu_uuid &&
-                          Overlaps(o.mig->placement, held));
-        }
-      }
-      if (ours) continue;
+      if (!Overlaps(held, want) || checkpoint_holds(held)) continue;
       return absl::StrCat("making MIG device ", d.device, ": ", Describe(want),
                           " is occupied by GPU instance ", gi.gi_id,
                           " (profile ID ", gi.profile_id, ", memory slices ",

@@ -1,8 +1,6 @@
 #include "kube/test_server.h"
 
 #include <netinet/in.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -10,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "kube/endpoint.h"
 
 namespace gdp::kube::testing {
 
@@ -108,10 +107,7 @@ absl::Status TestServer::Start(int port, const std::string& host) {
     // mid-answer raised SIGPIPE and killed the whole test binary (seen in
     // PublisherTest's two writers). Blocked in this thread, and so in the
     // worker threads httplib starts from it, the write fails with EPIPE.
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    internal::ScopedSigpipeBlock no_sigpipe;
     server_->listen_after_bind();
   });
   // Stop() only works once the server runs; wait for that (briefly).
