@@ -643,14 +643,15 @@ std::string Preparer::OccupiedLocked(
     const std::map<std::string, std::vector<MigGpuInstance>>& instances) const {
   // Whether a claim in the checkpoint holds a MIG device overlapping `p`
   // (ours, then: the checkpoint's own overlap check judges it).
-  auto checkpoint_holds = [&](const MigPlacement& p) {
-    for (const auto& [uid, c] : checkpoint_.claims) {
-      for (const PreparedDevice& o : c.devices) {
-        if (o.mig.has_value() && Overlaps(o.mig->placement, p)) return true;
-      }
-    }
-    return false;
-  };
+  auto checkpoint_holds =
+      [&](const MigPlacement& p) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        for (const auto& [uid, c] : checkpoint_.claims) {
+          for (const PreparedDevice& o : c.devices) {
+            if (o.mig.has_value() && Overlaps(o.mig->placement, p)) return true;
+          }
+        }
+        return false;
+      };
   for (const PreparedDevice& d : claim.devices) {
     if (!d.mig.has_value()) continue;
     const MigPlacement& want = d.mig->placement;
